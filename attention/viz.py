@@ -1,0 +1,191 @@
+"""Pictures of attention: heatmaps with token labels, text highlighted by weight.
+
+Figures are built with ``matplotlib.figure.Figure`` (no pyplot state), so the
+same function serves a notebook cell, a widget frame and a test. In a notebook a
+returned ``Figure`` displays itself. Chinese tokens need a CJK font: on Debian/Ubuntu
+``apt-get install fonts-noto-cjk`` (on Colab: ``!apt-get -qq install fonts-noto-cjk``).
+"""
+from __future__ import annotations
+
+import html
+import io
+import warnings
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["heatmap", "highlight", "figure_to_png", "cjk_font", "score_weights_figure",
+           "scaling_figure", "SCORE_EXPLORER_CONTROLS"]
+
+_CJK_FONTS = ("Noto Sans CJK TC", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Serif CJK TC",
+              "Source Han Sans TW", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+              "Microsoft JhengHei", "PingFang TC", "Heiti TC", "SimHei", "Arial Unicode MS")
+
+
+@lru_cache(maxsize=1)
+def cjk_font() -> str | None:
+    """Name of an installed font that draws Chinese characters, or None."""
+    from matplotlib import font_manager
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return next((name for name in _CJK_FONTS if name in installed), None)
+
+
+def _has_cjk(labels: Sequence[str]) -> bool:
+    return any("\u2e80" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for s in labels for ch in s)
+
+
+def _font_family(labels: Sequence[str]) -> list[str] | None:
+    """Latin text in DejaVu Sans, CJK glyphs falling back to a CJK font."""
+    if not _has_cjk(labels):
+        return None
+    font = cjk_font()
+    if font is None:
+        warnings.warn("no CJK font found, Chinese labels will show as boxes; "
+                      "install one, e.g. `apt-get install fonts-noto-cjk`", stacklevel=3)
+        return None
+    return ["DejaVu Sans", font]
+
+
+def _to_numpy(weights) -> np.ndarray:
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().float().cpu().numpy()
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D (L, S) array of weights, got shape {weights.shape}")
+    return weights
+
+
+def heatmap(weights, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
+            ax=None, title: str | None = None, cmap: str = "viridis", vmin: float | None = 0.0,
+            vmax: float | None = None, annotate: bool = False, colorbar: bool = True,
+            xlabel: str = "key / source", ylabel: str = "query / target"):
+    """Draw an ``(L, S)`` attention matrix: row t = query t, column i = key i.
+
+    Args:
+        weights: tensor or array ``(L, S)`` (rows usually sum to 1).
+        x_labels, y_labels: token labels of the keys (columns) and queries (rows).
+        ax: a matplotlib Axes; a new ``Figure`` is made when None.
+        annotate: print each weight in its cell (for small matrices).
+
+    Returns:
+        The Axes (its ``.figure`` is the figure).
+    """
+    w = _to_numpy(weights)
+    L, S = w.shape
+    for labels, n, what in ((x_labels, S, "x_labels (keys)"), (y_labels, L, "y_labels (queries)")):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{what} has {len(labels)} labels for {n} weights of shape {w.shape}")
+    if ax is None:
+        from matplotlib.figure import Figure
+        fig = Figure(figsize=(0.9 + 0.45 * S, 0.8 + 0.4 * L), layout="constrained")
+        ax = fig.add_subplot()
+    image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    family = _font_family(list(x_labels or []) + list(y_labels or []))
+    ax.set_xticks(range(S), x_labels if x_labels is not None else range(S),
+                  rotation=90 if x_labels is not None and max(map(len, x_labels), default=0) > 3 else 0,
+                  family=family)
+    ax.set_yticks(range(L), y_labels if y_labels is not None else range(L), family=family)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, family=_font_family([title]))
+    if annotate:
+        for t in range(L):
+            for i in range(S):
+                ax.text(i, t, f"{w[t, i]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if w[t, i] < 0.6 * (vmax or w.max() or 1) else "black")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.8)
+    return ax
+
+
+class HighlightedText:
+    """Tokens shaded by weight; shows as HTML in a notebook, as text elsewhere."""
+
+    def __init__(self, tokens: Sequence[str], weights, color: str = "255, 127, 14"):
+        w = np.asarray(weights.detach().cpu() if isinstance(weights, torch.Tensor) else weights,
+                       dtype=float).reshape(-1)
+        if len(tokens) != len(w):
+            raise ValueError(f"highlight got {len(tokens)} tokens and {len(w)} weights")
+        self.tokens, self.weights, self.color = list(tokens), w, color
+
+    def _repr_html_(self) -> str:
+        top = self.weights.max() if self.weights.size and self.weights.max() > 0 else 1.0
+        spans = [f'<span title="{w:.3f}" style="background: rgba({self.color}, {w / top:.2f}); '
+                 f'padding: 1px 3px; border-radius: 3px">{html.escape(t)}</span>'
+                 for t, w in zip(self.tokens, self.weights)]
+        return '<p style="line-height: 2">' + " ".join(spans) + "</p>"
+
+    def __repr__(self) -> str:
+        return " ".join(f"{t}({w:.2f})" for t, w in zip(self.tokens, self.weights))
+
+
+def highlight(tokens: Sequence[str], weights, color: str = "255, 127, 14") -> HighlightedText:
+    """Shade each token by its attention weight (darkest = largest weight)."""
+    return HighlightedText(tokens, weights, color)
+
+
+def figure_to_png(fig, dpi: int = 72) -> bytes:
+    """Render a figure to PNG bytes (for widget frames)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+# --- Chapter 4: score functions ------------------------------------------------------------
+
+#: The chapter-4 explorer's controls, in the order they are shown (first value = default).
+SCORE_EXPLORER_CONTROLS = {
+    "score": ["scaled_dot", "dot", "general", "additive", "concat", "location", "cosine"],
+    "dim": [4, 16, 64, 256],
+    "temperature": [1.0, 0.5, 2.0],
+}
+
+
+def score_weights_figure(score: str = "scaled_dot", dim: int = 16, temperature: float = 1.0,
+                         queries: int = 5, keys: int = 8, seed: int = 0):
+    """Chapter 4's figure: attention weights of one score function on random vectors.
+
+    Queries and keys are ``N(0, 1)`` vectors of size ``dim`` (the same ones for every
+    score, drawn from ``seed``); scores with parameters are initialised from ``seed``
+    too. The weights are ``softmax(score(q, k) / temperature)``.
+    """
+    from matplotlib.figure import Figure
+
+    from .functional import masked_softmax
+    from .scores import make_score
+
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, queries, dim, generator=g)  # (1, L, d)
+    k = torch.randn(1, keys, dim, generator=g)  # (1, S, d)
+    torch.manual_seed(seed)
+    module = make_score(score, query_dim=dim, key_dim=dim, hidden_dim=dim, max_len=keys)
+    with torch.no_grad():
+        weights = masked_softmax(module(q, k) / temperature)[0]  # (L, S)
+    peak = weights.max(dim=-1).values.mean().item()
+    fig = Figure(figsize=(4.6, 3.0), layout="constrained")
+    heatmap(weights, [f"k{i + 1}" for i in range(keys)], [f"q{t + 1}" for t in range(queries)],
+            ax=fig.add_subplot(), vmax=1.0,
+            title=f"{score}, d={dim}, T={temperature:g}: mean max weight {peak:.2f}")
+    return fig
+
+
+def scaling_figure(dims: Sequence[int], stats: dict[str, dict[str, Sequence[float]]]):
+    """Chapter 4: softmax saturation and gradient size vs dimension, scaled vs unscaled.
+
+    ``stats[name]`` holds lists ``"max_weight"`` and ``"grad_norm"`` aligned with ``dims``.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(8.0, 3.0), layout="constrained")
+    ax_w, ax_g = fig.subplots(1, 2)
+    for name, s in stats.items():
+        ax_w.plot(dims, s["max_weight"], marker="o", label=name)
+        ax_g.plot(dims, s["grad_norm"], marker="o", label=name)
+    ax_w.set(xscale="log", xlabel="dimension d", ylabel="mean max softmax weight",
+             title="saturation", ylim=(0, 1.05))
+    ax_g.set(xscale="log", yscale="log", xlabel="dimension d",
+             ylabel="‖∂loss/∂scores‖ (mean)", title="gradient reaching the scores")
+    ax_w.legend()
+    return fig

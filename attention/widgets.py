@@ -1,0 +1,137 @@
+"""Explorers: move a control, watch the attention figure change.
+
+One explorer, two paths (``STYLE.md`` §11, thin widgets around ``viz``):
+
+* **live** -- in Jupyter or Colab: controls plus an ``Image``; every change
+  recomputes the figure in the kernel. Uses only widgets that exist in both
+  ipywidgets 7.7 (Colab's front end) and 8.
+* **static** -- on the website, which has no kernel: every combination of the
+  controls is drawn once at build time, and the frames sit in nested ``Stack``
+  widgets whose ``selected_index`` is ``jslink``-ed to the controls, so the browser
+  switches frames by itself (needs ipywidgets 8, which builds the site).
+
+``mode="auto"`` picks static when the book build sets ``ATTENTION_BOOK_STATIC=1``
+(``book/_ext``), live otherwise. ipywidgets is imported only when an explorer is made.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any, Callable, Sequence
+
+from .viz import SCORE_EXPLORER_CONTROLS, figure_to_png, score_weights_figure
+
+__all__ = ["Explorer", "explorer", "score_explorer"]
+
+
+class Explorer:
+    """What :func:`explorer` returns: the widget tree plus handles for tests.
+
+    Attributes:
+        widget: the top-level ipywidgets box (displayed by the notebook).
+        controls: name -> control widget.
+        mode: ``"live"`` or ``"static"``.
+        image: the live ``Image`` widget (live mode only).
+        frames: number of precomputed frames (static mode only).
+    """
+
+    def __init__(self, widget, controls: dict, mode: str, image=None, frames: int = 0):
+        self.widget, self.controls, self.mode, self.image, self.frames = (
+            widget, controls, mode, image, frames)
+
+    def _ipython_display_(self):  # ipywidgets 7 and 8 both honour this
+        from IPython.display import display
+        display(self.widget)
+
+
+def _make_control(widgets, name: str, options: Sequence[Any], default: Any):
+    labelled = [(str(o), o) for o in options]
+    if all(isinstance(o, (int, float)) for o in options):
+        return widgets.SelectionSlider(options=labelled, value=default, description=name,
+                                       continuous_update=True)
+    return widgets.Dropdown(options=labelled, value=default, description=name)
+
+
+def explorer(draw: Callable[..., Any], controls: dict[str, Sequence[Any]],
+             defaults: dict[str, Any] | None = None, mode: str = "auto", dpi: int = 72) -> Explorer:
+    """Build an explorer around ``draw(**values) -> matplotlib Figure``.
+
+    Args:
+        draw: the viz function; called with one value per control.
+        controls: name -> the values a reader may pick (numbers become a slider,
+            anything else a dropdown).
+        defaults: starting values (default: each control's first value); the
+            starting frame is ``draw(**defaults)``, the figure the book shows.
+        mode: ``"live"``, ``"static"`` or ``"auto"`` (see module docstring).
+    """
+    import ipywidgets as widgets
+
+    defaults = {name: opts[0] for name, opts in controls.items()} | dict(defaults or {})
+    unknown = set(defaults) - set(controls)
+    if unknown:
+        raise ValueError(f"defaults name unknown controls {sorted(unknown)}; controls: {list(controls)}")
+    for name, value in defaults.items():
+        if value not in controls[name]:
+            raise ValueError(f"default {name}={value!r} is not among its options {list(controls[name])}")
+    if mode == "auto":
+        mode = "static" if os.environ.get("ATTENTION_BOOK_STATIC") == "1" else "live"
+    if mode not in ("live", "static"):
+        raise ValueError(f"mode must be 'live', 'static' or 'auto', got {mode!r}")
+    ctrl = {name: _make_control(widgets, name, opts, defaults[name]) for name, opts in controls.items()}
+    box = widgets.HBox if len(ctrl) < 3 else widgets.VBox
+    if mode == "live":
+        return _live(widgets, draw, ctrl, box, dpi)
+    return _static(widgets, draw, controls, ctrl, box, dpi)
+
+
+def _live(widgets, draw, ctrl, box, dpi) -> Explorer:
+    def render() -> bytes:
+        return figure_to_png(draw(**{name: c.value for name, c in ctrl.items()}), dpi=dpi)
+
+    image = widgets.Image(value=render(), format="png")
+
+    def redraw(change=None):
+        image.value = render()
+
+    for c in ctrl.values():
+        c.observe(redraw, names="value")
+    return Explorer(widgets.VBox([box(list(ctrl.values())), image]), ctrl, "live", image=image)
+
+
+def _static(widgets, draw, controls, ctrl, box, dpi) -> Explorer:
+    if not hasattr(widgets, "Stack"):
+        raise RuntimeError("the static explorer needs ipywidgets >= 8 (Stack); "
+                           "use mode='live' in a running kernel")
+    names = list(controls)
+    n_frames = 0
+
+    def level(depth: int, chosen: dict):
+        """A Stack over the options of control ``depth``, each child one level deeper."""
+        nonlocal n_frames
+        if depth == len(names):
+            n_frames += 1
+            return widgets.Image(value=figure_to_png(draw(**chosen), dpi=dpi), format="png")
+        name = names[depth]
+        children = [level(depth + 1, chosen | {name: v}) for v in controls[name]]
+        stack = widgets.Stack(children, selected_index=ctrl[name].index)
+        widgets.jslink((ctrl[name], "index"), (stack, "selected_index"))
+        return stack
+
+    frames = level(0, {})
+    return Explorer(widgets.VBox([box(list(ctrl.values())), frames]), ctrl, "static",
+                    frames=n_frames)
+
+
+def score_explorer(mode: str = "auto", **defaults) -> Explorer:
+    """Chapter 4: score function × dimension × temperature -> attention weights.
+
+    Calling ``viz.score_weights_figure()`` with no arguments draws its first frame.
+    """
+    return explorer(score_weights_figure, SCORE_EXPLORER_CONTROLS, defaults, mode=mode)
+
+
+def _all_values(controls: dict[str, Sequence[Any]]):
+    """Every combination of control values, in frame order (for tests)."""
+    names = list(controls)
+    for combo in itertools.product(*(controls[n] for n in names)):
+        yield dict(zip(names, combo))
