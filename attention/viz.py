@@ -136,11 +136,11 @@ def figure_to_png(fig, dpi: int = 72) -> bytes:
 
 # --- Chapter 4: score functions ------------------------------------------------------------
 
-#: The chapter-4 explorer's controls, in the order they are shown (first value = default).
+#: The chapter-4 explorer's controls (defaults: those of :func:`score_weights_figure`).
 SCORE_EXPLORER_CONTROLS = {
     "score": ["scaled_dot", "dot", "general", "additive", "concat", "location", "cosine"],
     "dim": [4, 16, 64, 256],
-    "temperature": [1.0, 0.5, 2.0],
+    "temperature": [0.5, 1.0, 2.0],
 }
 
 

@@ -15,13 +15,13 @@ One explorer, two paths (``STYLE.md`` §11, thin widgets around ``viz``):
 """
 from __future__ import annotations
 
-import itertools
+import inspect
 import os
 from typing import Any, Callable, Sequence
 
 from .viz import SCORE_EXPLORER_CONTROLS, figure_to_png, score_weights_figure
 
-__all__ = ["Explorer", "explorer", "score_explorer"]
+__all__ = ["Explorer", "explorer", "score_explorer", "EXPLORERS"]
 
 
 class Explorer:
@@ -35,9 +35,11 @@ class Explorer:
         frames: number of precomputed frames (static mode only).
     """
 
-    def __init__(self, widget, controls: dict, mode: str, image=None, frames: int = 0):
+    def __init__(self, widget, controls: dict, mode: str, image=None, frames: int = 0,
+                 links: list | None = None):
         self.widget, self.controls, self.mode, self.image, self.frames = (
             widget, controls, mode, image, frames)
+        self.links = links or []  # static mode: the jslinks (control.index -> Stack.selected_index)
 
     def _ipython_display_(self):  # ipywidgets 7 and 8 both honour this
         from IPython.display import display
@@ -60,13 +62,18 @@ def explorer(draw: Callable[..., Any], controls: dict[str, Sequence[Any]],
         draw: the viz function; called with one value per control.
         controls: name -> the values a reader may pick (numbers become a slider,
             anything else a dropdown).
-        defaults: starting values (default: each control's first value); the
-            starting frame is ``draw(**defaults)``, the figure the book shows.
+        defaults: starting values; by default ``draw``'s own defaults (else each
+            control's first value), so the starting frame is ``draw()``, the figure
+            the book shows.
         mode: ``"live"``, ``"static"`` or ``"auto"`` (see module docstring).
     """
     import ipywidgets as widgets
 
-    defaults = {name: opts[0] for name, opts in controls.items()} | dict(defaults or {})
+    signature = inspect.signature(draw).parameters
+    start = {name: signature[name].default if name in signature
+             and signature[name].default in opts else opts[0]
+             for name, opts in controls.items()}
+    defaults = start | dict(defaults or {})
     unknown = set(defaults) - set(controls)
     if unknown:
         raise ValueError(f"defaults name unknown controls {sorted(unknown)}; controls: {list(controls)}")
@@ -104,6 +111,7 @@ def _static(widgets, draw, controls, ctrl, box, dpi) -> Explorer:
                            "use mode='live' in a running kernel")
     names = list(controls)
     n_frames = 0
+    links = []
 
     def level(depth: int, chosen: dict):
         """A Stack over the options of control ``depth``, each child one level deeper."""
@@ -114,12 +122,12 @@ def _static(widgets, draw, controls, ctrl, box, dpi) -> Explorer:
         name = names[depth]
         children = [level(depth + 1, chosen | {name: v}) for v in controls[name]]
         stack = widgets.Stack(children, selected_index=ctrl[name].index)
-        widgets.jslink((ctrl[name], "index"), (stack, "selected_index"))
+        links.append(widgets.jslink((ctrl[name], "index"), (stack, "selected_index")))
         return stack
 
     frames = level(0, {})
     return Explorer(widgets.VBox([box(list(ctrl.values())), frames]), ctrl, "static",
-                    frames=n_frames)
+                    frames=n_frames, links=links)
 
 
 def score_explorer(mode: str = "auto", **defaults) -> Explorer:
@@ -130,8 +138,7 @@ def score_explorer(mode: str = "auto", **defaults) -> Explorer:
     return explorer(score_weights_figure, SCORE_EXPLORER_CONTROLS, defaults, mode=mode)
 
 
-def _all_values(controls: dict[str, Sequence[Any]]):
-    """Every combination of control values, in frame order (for tests)."""
-    names = list(controls)
-    for combo in itertools.product(*(controls[n] for n in names)):
-        yield dict(zip(names, combo))
+#: Every chapter's explorer by name; the Colab (ipywidgets 7.7) test drives each one.
+EXPLORERS: dict[str, Callable[..., Explorer]] = {
+    "scores": score_explorer,
+}

@@ -1,0 +1,135 @@
+"""Explorers (live and static) and the viz functions they wrap."""
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from attention import viz, widgets
+
+ROOT = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI") == "true"
+
+
+def test_live_explorer_redraws_for_every_control():
+    e = widgets.score_explorer(mode="live")
+    assert e.mode == "live"
+    assert bytes(e.image.value) == viz.figure_to_png(viz.score_weights_figure())  # defaults = the book's figure
+    for name, control in e.controls.items():
+        before = bytes(e.image.value)
+        control.value = widgets.SCORE_EXPLORER_CONTROLS[name][-1]
+        assert bytes(e.image.value) != before, f"moving {name} did not change the figure"
+
+
+def test_static_explorer_precomputes_every_combination_in_order():
+    controls = {"score": ["dot", "cosine"], "dim": [4, 64], "temperature": [1.0, 0.5]}
+    e = widgets.explorer(viz.score_weights_figure, controls, mode="static")
+    assert e.mode == "static" and e.frames == 8
+    stack = e.widget.children[1]
+    leaves = []
+    for i, j, k in itertools.product(range(2), range(2), range(2)):
+        leaves.append(bytes(stack.children[i].children[j].children[k].value))
+    assert len(set(leaves)) == 8
+    expected = viz.figure_to_png(viz.score_weights_figure("cosine", 4, 0.5))
+    assert bytes(stack.children[1].children[0].children[1].value) == expected
+
+
+def test_static_explorer_links_every_stack_to_its_control():
+    e = widgets.explorer(viz.score_weights_figure, {"score": ["dot", "general"], "dim": [4, 8]},
+                         defaults={"dim": 8}, mode="static")
+    pairs = {(link.source[0].model_id, link.source[1], link.target[0].model_id, link.target[1])
+             for link in e.links}
+    assert len(e.links) == 3
+    outer = e.widget.children[1]
+    assert (e.controls["score"].model_id, "index", outer.model_id, "selected_index") in pairs
+    for inner in outer.children:
+        assert (e.controls["dim"].model_id, "index", inner.model_id, "selected_index") in pairs
+        assert inner.selected_index == 1  # the default dim=8
+
+
+def test_auto_mode_follows_book_build_flag(monkeypatch):
+    small = {"score": ["dot"], "dim": [4]}
+    monkeypatch.setenv("ATTENTION_BOOK_STATIC", "1")
+    assert widgets.explorer(viz.score_weights_figure, small).mode == "static"
+    monkeypatch.delenv("ATTENTION_BOOK_STATIC")
+    assert widgets.explorer(viz.score_weights_figure, small).mode == "live"
+
+
+def test_explorer_rejects_bad_defaults():
+    with pytest.raises(ValueError, match="dim=5 is not among its options"):
+        widgets.score_explorer(mode="live", dim=5)
+    with pytest.raises(ValueError, match=r"unknown controls \['width'\]"):
+        widgets.score_explorer(mode="live", width=3)
+    with pytest.raises(ValueError, match="mode must be"):
+        widgets.score_explorer(mode="fast")
+
+
+def test_heatmap_labels_and_errors():
+    ax = viz.heatmap(torch.softmax(torch.randn(2, 3), -1), ["a", "b", "c"], ["x", "y"], annotate=True)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="x_labels .* 2 labels for 3 weights"):
+        viz.heatmap(torch.rand(2, 3), ["a", "b"])
+    with pytest.raises(ValueError, match="2-D"):
+        viz.heatmap(torch.rand(2, 3, 4))
+
+
+def test_heatmap_draws_chinese_tokens():
+    if viz.cjk_font() is None:
+        if IN_CI:
+            pytest.fail("no CJK font installed in CI (scripts/install.sh installs fonts-noto-cjk)")
+        pytest.skip("no CJK font installed: apt-get install fonts-noto-cjk")
+    ax = viz.heatmap(torch.eye(2), ["機器", "學習"], ["machine", "learning"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
+        viz.figure_to_png(ax.figure)
+
+
+def test_highlight_html():
+    text = viz.highlight(["機器", "<b>"], torch.tensor([0.75, 0.25]))
+    html = text._repr_html_()
+    assert "&lt;b&gt;" in html and "rgba(255, 127, 14, 1.00)" in html and "rgba(255, 127, 14, 0.33)" in html
+    with pytest.raises(ValueError, match="2 tokens and 3 weights"):
+        viz.highlight(["a", "b"], [0.1, 0.2, 0.7])
+
+
+COLAB_CHECK = textwrap.dedent("""
+    import ipywidgets, sys
+    assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
+    assert ipywidgets.__file__.startswith(sys.argv[1]), ipywidgets.__file__
+    from attention import widgets
+    for name, make in widgets.EXPLORERS.items():
+        e = make(mode="live")
+        for cname, control in e.controls.items():
+            for value in [o[1] for o in control.options if o[1] != control.value]:
+                before = bytes(e.image.value)
+                control.value = value
+                assert bytes(e.image.value) != before, (name, cname, value)
+        print("ok", name, len(e.controls))
+""")
+
+
+@pytest.fixture(scope="session")
+def ipywidgets7():
+    """ipywidgets 7.7.1 (Colab's front end) in its own folder, put ahead of this environment."""
+    target = ROOT / ".cache" / "ipywidgets-7.7.1"
+    if not (target / "ipywidgets").exists():
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+               "ipywidgets==7.7.1", "ipython_genutils==0.2.0"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            msg = f"could not install ipywidgets 7.7.1 (offline?): {done.stderr[-500:]}"
+            pytest.fail(msg) if IN_CI else pytest.skip(msg)
+    return target
+
+
+def test_live_explorers_work_with_colab_ipywidgets_7(ipywidgets7):
+    env = dict(os.environ, PYTHONPATH=str(ipywidgets7), ATTENTION_BOOK_STATIC="0")
+    done = subprocess.run([sys.executable, "-c", COLAB_CHECK, str(ipywidgets7)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("ok ") == len(widgets.EXPLORERS)
