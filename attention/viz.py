@@ -134,6 +134,26 @@ def figure_to_png(fig, dpi: int = 72) -> bytes:
     return buf.getvalue()
 
 
+def _show_figures_in_notebooks() -> None:
+    """Let a returned ``Figure`` display as a PNG in IPython/Jupyter/Colab.
+
+    Our figures are made without pyplot (no global state), so no backend shows
+    them; this registers the same formatter matplotlib's inline backend uses.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib.figure import Figure
+    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: figure_to_png(fig, dpi=100))
+
+
+_show_figures_in_notebooks()
+
+
 # --- Chapter 4: score functions ------------------------------------------------------------
 
 #: The chapter-4 explorer's controls (defaults: those of :func:`score_weights_figure`).
