@@ -226,16 +226,15 @@ def _settle(page) -> None:
             "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
             timeout=60_000,
         )
-        page.evaluate("() => window.MathJax.startup.promise")
-    views = page.locator("script[type='application/vnd.jupyter.widget-view+json']")
+        page.evaluate("() => window.MathJax.startup.promise.then(() => true)")
     if page.locator("script[type='application/vnd.jupyter.widget-state+json']").count():
-        # embed-amd replaces every view <script> by the rendered widget
+        # embed-amd renders each widget view next to its <script> placeholder
         page.wait_for_function(
-            "() => document.querySelectorAll(\"script[type='application/vnd.jupyter.widget-view+json']\").length"
-            " <= document.querySelectorAll('.jupyter-widgets, .widget-view').length",
+            """() => Array.from(document.querySelectorAll(
+                      "script[type='application/vnd.jupyter.widget-view+json']"))
+                   .every(s => s.parentElement && s.parentElement.querySelector('.jupyter-widgets'))""",
             timeout=60_000,
         )
-        del views
     page.wait_for_load_state("networkidle", timeout=60_000)
     page.wait_for_timeout(300)  # late console errors of the last scripts
 
