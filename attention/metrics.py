@@ -1,0 +1,85 @@
+"""Evaluation: corpus BLEU (sacreBLEU), BLEU by source length, alignment error rate.
+
+* BLEU (Papineni et al. 2002) through sacreBLEU with its defaults: ``13a``
+  tokenization for English/German targets, ``zh`` for Chinese targets, exponential
+  smoothing, n ≤ 4. Hypotheses are detokenized first and scored against the raw
+  reference strings, and the signature is reported so numbers can be compared.
+* AER (Och & Ney 2003): ``1 − (|A∩S| + |A∩P|) / (|A| + |S|)`` for predicted links A,
+  sure links S and possible links P ⊇ S.
+
+Chapter 3 prints all three; chapter 10 discusses what they do and do not measure.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+__all__ = ["BleuResult", "corpus_bleu", "bleu_by_length", "detokenize", "aer"]
+
+
+@dataclass
+class BleuResult:
+    score: float  # corpus BLEU, 0-100
+    signature: str  # sacreBLEU's signature: how the score was computed
+    n: int  # number of sentences
+
+    def __str__(self) -> str:
+        return f"BLEU = {self.score:.2f} ({self.n} sentences; {self.signature})"
+
+
+def detokenize(tokens: Sequence[str], lang: str = "en") -> str:
+    """Undo word tokenization: ``["it", "'s", "fine", "."]`` -> ``"it's fine."``; Chinese: no spaces."""
+    if lang == "zh":
+        return "".join(tokens)
+    text = " ".join(tokens)
+    text = re.sub(r" ([.,!?;:%)\]}])", r"\1", text)  # no space before closing punctuation
+    text = re.sub(r"([(\[{$]) ", r"\1", text)  # nor after opening punctuation
+    text = re.sub(r" (n't|'s|'re|'ve|'ll|'d|'m)\b", r"\1", text)  # English clitics
+    return text
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], lang: str = "en",
+                lowercase: bool = False) -> BleuResult:
+    """Corpus BLEU of detokenized hypothesis strings against raw reference strings.
+
+    Args:
+        lang: the *target* language; selects sacreBLEU's tokenizer (``zh`` or ``13a``).
+    """
+    from sacrebleu.metrics import BLEU
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    bleu = BLEU(tokenize="zh" if lang == "zh" else "13a", lowercase=lowercase)
+    result = bleu.corpus_score(list(hypotheses), [list(references)])
+    return BleuResult(result.score, str(bleu.get_signature()), len(hypotheses))
+
+
+def bleu_by_length(hypotheses: Sequence[str], references: Sequence[str], lengths: Sequence[int],
+                   edges: Sequence[int], lang: str = "en", lowercase: bool = False) -> list[dict]:
+    """Corpus BLEU within source-length buckets ``[edges[i], edges[i+1])``.
+
+    Returns one dict per non-empty bucket: ``{"bucket": "lo-hi", "lo", "hi", "n", "bleu"}``.
+    """
+    if not (len(hypotheses) == len(references) == len(lengths)):
+        raise ValueError("hypotheses, references and lengths must have the same length")
+    rows = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        idx = [i for i, n in enumerate(lengths) if lo <= n < hi]
+        if idx:
+            result = corpus_bleu([hypotheses[i] for i in idx], [references[i] for i in idx], lang, lowercase)
+            rows.append({"bucket": f"{lo}-{hi - 1}", "lo": lo, "hi": hi, "n": len(idx), "bleu": result.score})
+    return rows
+
+
+def aer(predicted: Iterable[tuple[int, int]], sure: Iterable[tuple[int, int]],
+        possible: Iterable[tuple[int, int]]) -> float:
+    """Alignment error rate (Och & Ney 2003); links are (source, target) index pairs.
+
+    ``possible`` should contain ``sure``; it is unioned with it to be safe.
+    """
+    A, S = set(predicted), set(sure)
+    P = set(possible) | S
+    if not A and not S:
+        return 0.0
+    return 1.0 - (len(A & S) + len(A & P)) / (len(A) + len(S))
