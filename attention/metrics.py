@@ -72,14 +72,28 @@ def bleu_by_length(hypotheses: Sequence[str], references: Sequence[str], lengths
     return rows
 
 
-def aer(predicted: Iterable[tuple[int, int]], sure: Iterable[tuple[int, int]],
-        possible: Iterable[tuple[int, int]]) -> float:
-    """Alignment error rate (Och & Ney 2003); links are (source, target) index pairs.
+def aer(predicted, sure, possible) -> float:
+    """Alignment error rate (Och & Ney 2003, eq. 7): ``1 - (|A∩S| + |A∩P|) / (|A| + |S|)``.
 
-    ``possible`` should contain ``sure``; it is unioned with it to be safe.
+    Args:
+        predicted: A, a set of links ``(j, i)``; or, for a whole corpus, a list of such sets.
+        sure: S, in the same form.
+        possible: P ⊇ S, in the same form.
+
+    For a corpus the counts are summed over sentences before dividing. Returns 0.0 when both
+    A and S are empty.
     """
-    A, S = set(predicted), set(sure)
-    P = set(possible) | S
-    if not A and not S:
-        return 0.0
-    return 1.0 - (len(A & S) + len(A & P)) / (len(A) + len(S))
+    if isinstance(predicted, (list, tuple)):  # a corpus: one set per sentence
+        if not len(predicted) == len(sure) == len(possible):
+            raise ValueError("predicted, sure and possible must list the same sentences")
+        triples = list(zip(predicted, sure, possible))
+    else:
+        triples = [(predicted, sure, possible)]
+    hits = total = 0
+    for a, s, p in triples:
+        a, s, p = set(a), set(s), set(p)
+        if not s <= p:
+            raise ValueError("sure links must be a subset of possible links (S ⊆ P)")
+        hits += len(a & s) + len(a & p)
+        total += len(a) + len(s)
+    return 0.0 if total == 0 else 1.0 - hits / total

@@ -11,7 +11,8 @@ Where each corpus comes from, its size and license: ``shared/DATA.md`` and
 :data:`attention.data.cache.SOURCES`. ``dates`` needs ``babel`` (imported when first used).
 """
 from .batching import Batch, batches, collate, split
-from .dates import DatePair, aer, date_pair, make_dates
+from ..metrics import aer
+from .dates import DatePair, date_pair, make_dates
 from .cache import SOURCES, Source, default_cache_dir, fetch, read_member
 from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk,
                           tokenize_chars, tokenize_words)

@@ -20,7 +20,7 @@ position ``i``. *Sure* links ``S``: the year token to the four year characters, 
 token (name or number) to the two month characters, the day token to the two day characters.
 *Possible* links ``P``, ``P ⊇ S``: ``S`` plus the marker written directly after a number
 (``年 月 日``, the German ordinal dot in ``27.``) to that number's characters. The weekday,
-punctuation and the ISO hyphens link to nothing. :func:`aer` scores predicted links against
+punctuation and the ISO hyphens link to nothing. :func:`attention.metrics.aer` scores predicted links against
 them: ``AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|)``, 0 for a perfect alignment.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DatePair", "date_pair", "make_dates", "aer", "STYLES"]
+__all__ = ["DatePair", "date_pair", "make_dates", "STYLES"]
 
 STYLES = ("full", "long", "medium")
 FIELD_TARGET = {"y": range(0, 4), "M": range(5, 7), "L": range(5, 7), "d": range(8, 10)}
@@ -104,30 +104,3 @@ def make_dates(n: int, languages: Sequence[str] = ("zh", "fr", "de", "en"), seed
         date = first + datetime.timedelta(days=rng.randrange(span))
         pairs.append(date_pair(date, language, style))
     return pairs
-
-
-def aer(predicted, sure, possible) -> float:
-    """Alignment error rate (Och & Ney 2003, eq. 7): ``1 - (|A∩S| + |A∩P|) / (|A| + |S|)``.
-
-    Args:
-        predicted: A, a set of links ``(j, i)``; or, for a whole corpus, a list of such sets.
-        sure: S, in the same form.
-        possible: P ⊇ S, in the same form.
-
-    For a corpus the counts are summed over sentences before dividing. Returns 0.0 when both
-    A and S are empty.
-    """
-    if isinstance(predicted, (list, tuple)):  # a corpus: one set per sentence
-        if not len(predicted) == len(sure) == len(possible):
-            raise ValueError("predicted, sure and possible must list the same sentences")
-        triples = list(zip(predicted, sure, possible))
-    else:
-        triples = [(predicted, sure, possible)]
-    hits = total = 0
-    for a, s, p in triples:
-        a, s, p = set(a), set(s), set(p)
-        if not s <= p:
-            raise ValueError("sure links must be a subset of possible links (S ⊆ P)")
-        hits += len(a & s) + len(a & p)
-        total += len(a) + len(s)
-    return 0.0 if total == 0 else 1.0 - hits / total
