@@ -22,7 +22,6 @@ import http.server
 import os
 import re
 import shutil
-import socket
 import tempfile
 import threading
 from pathlib import Path
