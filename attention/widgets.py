@@ -46,12 +46,15 @@ class Explorer:
         display(self.widget)
 
 
+_LABEL = {"description_width": "initial"}  # show the whole control name (ipywidgets 7 and 8)
+
+
 def _make_control(widgets, name: str, options: Sequence[Any], default: Any):
     labelled = [(str(o), o) for o in options]
     if all(isinstance(o, (int, float)) for o in options):
         return widgets.SelectionSlider(options=labelled, value=default, description=name,
-                                       continuous_update=True)
-    return widgets.Dropdown(options=labelled, value=default, description=name)
+                                       continuous_update=True, style=_LABEL)
+    return widgets.Dropdown(options=labelled, value=default, description=name, style=_LABEL)
 
 
 def explorer(draw: Callable[..., Any], controls: dict[str, Sequence[Any]],

@@ -63,12 +63,16 @@ def tokenize_chars(text: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------- HSK, zh -> en
 
 
-def parse_hsk(data: bytes | str, name: str = "sentences.json") -> list[Pair]:
+def parse_hsk(data: bytes | str, name: str = "sentences.json", script: str = "simplified") -> list[Pair]:
     """Pairs from the text of HSK's ``sentences.json`` (a list of records).
 
-    A record needs ``chinese``, ``translation.en`` and ``hsk_level``. Placeholder translations
-    and exact repeats of an earlier (Chinese, English) pair are dropped.
+    A record needs ``chinese``, ``translation.en`` and ``hsk_level`` (and ``traditional``
+    when ``script="traditional"``). Placeholder translations and exact repeats of an
+    earlier (Chinese, English) pair are dropped.
     """
+    if script not in ("simplified", "traditional"):
+        raise ValueError(f"script must be 'simplified' or 'traditional', got {script!r}")
+    field = "chinese" if script == "simplified" else "traditional"
     try:
         records = json.loads(data)
     except ValueError as e:
@@ -78,11 +82,11 @@ def parse_hsk(data: bytes | str, name: str = "sentences.json") -> list[Pair]:
     pairs, seen = [], set()
     for i, record in enumerate(records):
         try:
-            zh, en, level = record["chinese"], record["translation"]["en"], record["hsk_level"]
+            zh, en, level = record[field], record["translation"]["en"], record["hsk_level"]
         except (KeyError, TypeError) as e:
             rid = record.get("id", "?") if isinstance(record, dict) else "?"
             raise ValueError(f"{name}: record {i} (id {rid}) lacks the field {e} "
-                             "(needs 'chinese', 'translation.en', 'hsk_level')") from None
+                             f"(needs '{field}', 'translation.en', 'hsk_level')") from None
         if not isinstance(zh, str) or not isinstance(en, str):
             raise ValueError(f"{name}: record {i} has non-text 'chinese' or 'translation.en'")
         if en.strip().lower() == "placeholder" or (zh, en) in seen:
@@ -93,10 +97,14 @@ def parse_hsk(data: bytes | str, name: str = "sentences.json") -> list[Pair]:
     return pairs
 
 
-def load_hsk(cache_dir: str | os.PathLike | None = None) -> list[Pair]:
-    """HSK zh->en pairs (4,287), Chinese characters -> English words; ``meta["level"]`` 1-6."""
+def load_hsk(cache_dir: str | os.PathLike | None = None, script: str = "simplified") -> list[Pair]:
+    """HSK zh->en pairs (4,287), Chinese characters -> English words; ``meta["level"]`` 1-6.
+
+    ``script="traditional"`` reads the records' Traditional Chinese (the survey's script,
+    as in its example 機器學習 -> "machine learning").
+    """
     source = SOURCES["hsk"]
-    return parse_hsk(read_member(fetch(source, cache_dir), source.member), source.member)
+    return parse_hsk(read_member(fetch(source, cache_dir), source.member), source.member, script)
 
 
 # ---------------------------------------------------------------- Ding, de -> en

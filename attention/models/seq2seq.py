@@ -48,6 +48,7 @@ class Seq2SeqConfig:
     bidirectional: bool = True  # encoder reads both ways (Bahdanau)
     reverse_source: bool = False  # feed the source backwards (Sutskever)
     dropout: float = 0.2  # on embeddings and before the output layer
+    tie_embeddings: bool = False  # output layer shares the target embeddings (Press & Wolf 2017)
     max_src_len: int = 64  # only used by the "location" score
     pad_id: int = 0
     bos_id: int = 2
@@ -124,6 +125,8 @@ class Seq2Seq(nn.Module):
         # deep output: o_t = W_o tanh(L [s_t; c_t; y_{t-1}])  (Bahdanau App. A.2.2, without maxout)
         self.pre_output = nn.Linear(Hd + He + cfg.embed_dim, cfg.embed_dim)
         self.output = nn.Linear(cfg.embed_dim, cfg.tgt_vocab)
+        if cfg.tie_embeddings:
+            self.output.weight = self.tgt_embed.weight  # (V, E), one matrix to learn
         self.dropout = nn.Dropout(cfg.dropout)
 
     # --- encoding ------------------------------------------------------------------------
