@@ -15,6 +15,7 @@ import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -26,7 +27,8 @@ from .models import Seq2Seq, Seq2SeqConfig
 from .train import History, TrainConfig, load_checkpoint, save_checkpoint, train
 
 __all__ = ["TranslationData", "hsk_data", "build_model", "fit", "fit_cached", "translate",
-           "evaluate", "join_pairs", "attention_links"]
+           "evaluate", "join_pairs", "attention_links", "decode_steps", "TRANSLATION_RECIPE",
+           "dates_data", "forced_attention", "alignment_error_rate"]
 
 
 @dataclass
@@ -135,7 +137,7 @@ def translate(model: Seq2Seq, pairs: Sequence, data: TranslationData, beam_size:
             n = ids.index(model.cfg.eos_id) if model.cfg.eos_id in ids else len(ids)
             n_src = len(pair.src)
             attn = None if result.attention is None else result.attention[row, :n + 1, :n_src].cpu()
-            reference = pair.meta.get("tgt_text") or detokenize(pair.tgt)
+            reference = getattr(pair, "meta", {}).get("tgt_text") or detokenize(pair.tgt)
             out.append(Translated(list(pair.src), reference, data.tgt_vocab.decode(ids[:n]), attn))
     return out
 
@@ -177,3 +179,116 @@ def attention_links(attention: torch.Tensor) -> set[tuple[int, int]]:
     Returns ``{(source position, target position)}``, the convention of :func:`attention.metrics.aer`.
     """
     return {(int(s), t) for t, s in enumerate(attention.argmax(-1).tolist())}
+
+
+@torch.no_grad()
+def decode_steps(model: Seq2Seq, data: TranslationData, pair, max_len: int = 40) -> dict:
+    """Greedy-decode one pair and keep, per step, the attention row and the context vector.
+
+    Returns ``{"source", "output" (tokens, <eos> included), "weights" (T', S), "contexts" (T', He)}``.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    batch = collate([pair], data.src_vocab, data.tgt_vocab).to(device)
+    result = model.greedy(batch.src, batch.src_lengths, max_len=max_len)
+    ids = result.tokens[0].tolist()
+    n = ids.index(model.cfg.eos_id) + 1 if model.cfg.eos_id in ids else len(ids)
+    states = model.encode(batch.src, batch.src_lengths)["memory"]["states"][0]  # (S, He)
+    weights = result.attention[0, :n, :len(pair.src)]  # (T', S)
+    return {"source": list(pair.src), "output": data.tgt_vocab.decode(ids[:n], strip_special=False),
+            "weights": weights.cpu(), "contexts": (weights @ states[:len(pair.src)]).cpu()}
+
+
+#: The recipe chapters 2 and 3 train with: same data, seed and budget for both models.
+TRANSLATION_RECIPE = {"epochs": 7, "lr": 3e-3, "batch_size": 32}
+
+
+def dates_data(n: int = 4000, seed: int = 0) -> TranslationData:
+    """The date task (zh/fr/de/en dates -> ISO) with gold links, split 80/10/10."""
+    from .data import make_dates
+    pairs = make_dates(n, seed=seed)
+    tr, va, te = split(pairs, valid=0.1, test=0.1, seed=seed)
+    return TranslationData("dates", tr, va, te, Vocab.build([p.src for p in tr]),
+                           Vocab.build([p.tgt for p in tr]), "en", seed)
+
+
+@torch.no_grad()
+def forced_attention(model: Seq2Seq, data: TranslationData, pairs: Sequence) -> list[torch.Tensor]:
+    """Alignment matrices ``(T, S)`` while the decoder is fed the *reference* (teacher forcing),
+    so row t is where the model looks to produce reference token t."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = collate(list(pairs), data.src_vocab, data.tgt_vocab).to(device)
+    att = model(batch.src, batch.src_lengths, batch.tgt_in, return_attention=True).attention
+    return [att[i, :len(p.tgt), :len(p.src)].cpu() for i, p in enumerate(pairs)]
+
+
+def alignment_error_rate(model: Seq2Seq, data: TranslationData, pairs: Sequence | None = None) -> float:
+    """Corpus AER of the argmax alignments of :func:`forced_attention` against the gold links."""
+    from .metrics import aer
+    pairs = data.test if pairs is None else pairs
+    links = [attention_links(a) for a in forced_attention(model, data, pairs)]
+    return aer(links, [p.sure for p in pairs], [p.possible for p in pairs])
+
+
+# --- command line: runs too long for a notebook, recorded in results/ ------------------------
+
+def convergence(epochs: int = 40, seed: int = 0, out: str | None = None, progress: bool = False) -> dict:
+    """Train both chapter-3 models until early stopping; record BLEU, time and versions.
+
+    ``python -m attention.experiments convergence`` writes ``results/hsk-convergence.json``,
+    which chapter 3 reads (so building the book does not retrain for minutes).
+    """
+    import platform
+    import sacrebleu
+
+    from . import __version__
+    from .device import setup
+    device = setup(seed)
+    data = hsk_data(seed=seed)
+    record = {"command": "python -m attention.experiments convergence", "seed": seed,
+              "max_epochs": epochs, "recipe": {k: v for k, v in TRANSLATION_RECIPE.items() if k != "epochs"},
+              "versions": {"attention": __version__, "torch": torch.__version__,
+                           "sacrebleu": sacrebleu.__version__, "python": platform.python_version()},
+              "machine": {"device": device.type, "threads": torch.get_num_threads(),
+                          "processor": platform.processor() or platform.machine()},
+              "models": {}}
+    for name, attention in (("encoder-decoder", None), ("RNNsearch", "additive")):
+        model = build_model(data, attention=attention, seed=seed).to(device)
+        recipe = dict(TRANSLATION_RECIPE, epochs=epochs)
+        history = fit(model, data, seed=seed, device=device, progress=progress, **recipe)
+        report = evaluate(model, data)
+        joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
+        record["models"][name] = {
+            "bleu": report["bleu"].score, "signature": report["bleu"].signature,
+            "by_length": report["by_length"], "joined_bleu": joined,
+            "epochs_run": len(history.epochs), "best_epoch": history.best_epoch,
+            "train_seconds": round(history.seconds, 1), "stopped": history.stopped,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "history": history.epochs}
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m attention.experiments",
+                                     description="Experiments too long for a notebook.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    conv = sub.add_parser("convergence", help="chapter 3: both models trained to early stopping")
+    conv.add_argument("--epochs", type=int, default=40, help="upper bound on epochs")
+    conv.add_argument("--seed", type=int, default=0)
+    conv.add_argument("--out", default="results/hsk-convergence.json")
+    args = parser.parse_args(argv)
+    if args.command == "convergence":
+        record = convergence(args.epochs, args.seed, args.out, progress=True)
+        for name, m in record["models"].items():
+            print(f"{name}: BLEU {m['bleu']:.2f} after {m['train_seconds']} s "
+                  f"({m['epochs_run']} epochs, best {m['best_epoch']})")
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

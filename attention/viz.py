@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 __all__ = ["heatmap", "highlight", "figure_to_png", "cjk_font", "score_weights_figure",
-           "scaling_figure", "SCORE_EXPLORER_CONTROLS"]
+           "scaling_figure", "SCORE_EXPLORER_CONTROLS", "bleu_by_length_figure", "alignment_figure",
+           "decoding_step_figure"]
 
 _CJK_FONTS = ("Noto Sans CJK TC", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Serif CJK TC",
               "Source Han Sans TW", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
@@ -208,4 +209,73 @@ def scaling_figure(dims: Sequence[int], stats: dict[str, dict[str, Sequence[floa
     ax_g.set(xscale="log", yscale="log", xlabel="dimension d",
              ylabel="‖∂loss/∂scores‖ (mean)", title="gradient reaching the scores")
     ax_w.legend()
+    return fig
+
+
+# --- Chapters 2-3: translation -------------------------------------------------------------
+
+def bleu_by_length_figure(results: dict[str, Sequence[dict]], paper_note: str | None = None):
+    """BLEU per source-length bucket, one line per model (the shape of Bahdanau's Fig. 2).
+
+    ``results[name]`` is :func:`attention.metrics.bleu_by_length`'s list of rows.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    for name, rows in results.items():
+        ax.plot([r["bucket"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
+    ax.set(xlabel="source length (characters)", ylabel="BLEU", ylim=(0, None),
+           title="BLEU by source length (our CPU-scale run)")
+    if paper_note:
+        ax.text(0.99, 0.97, paper_note, transform=ax.transAxes, ha="right", va="top", fontsize=7)
+    ax.legend()
+    return fig
+
+
+def alignment_figure(weights, source: Sequence[str], target: Sequence[str],
+                     gold: set[tuple[int, int]] | None = None, title: str | None = None, ax=None):
+    """An alignment matrix: rows = emitted target tokens, columns = source tokens.
+
+    ``gold`` links ``(source position, target position)`` are outlined in red.
+    """
+    ax = heatmap(weights, list(source), list(target), ax=ax, title=title, vmax=1.0,
+                 xlabel="source", ylabel="output")
+    if gold:
+        from matplotlib.patches import Rectangle
+        for s, t in gold:
+            if t < len(target) and s < len(source):
+                ax.add_patch(Rectangle((s - 0.5, t - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.2))
+    return ax
+
+
+def decoding_step_figure(source: Sequence[str], output: Sequence[str], weights, contexts, step: int):
+    """Chapter 3's explorer frame: at decoding ``step``, where the decoder looks,
+    the context it builds and the token it emits.
+
+    Args:
+        source: source tokens (S). output: emitted tokens (T', with ``<eos>``).
+        weights: ``(T', S)`` attention rows. contexts: ``(T', He)`` context vectors.
+        step: 1-based decoding step.
+    """
+    from matplotlib.figure import Figure
+    w, c = _to_numpy(weights), _to_numpy(contexts)
+    fig = Figure(figsize=(6.4, 3.4), layout="constrained")
+    ax_w, ax_c = fig.subplots(2, 1, height_ratios=[3, 1])
+    family = _font_family(list(source) + list(output))
+    if step > len(output):
+        ax_w.text(0.5, 0.5, f"(the translation ended after {len(output)} steps)", ha="center",
+                  va="center", transform=ax_w.transAxes)
+        ax_w.set_axis_off()
+        ax_c.set_axis_off()
+        return fig
+    t = step - 1
+    ax_w.bar(range(len(source)), w[t], color="tab:blue")
+    ax_w.set_xticks(range(len(source)), list(source), family=family)
+    ax_w.set_ylim(0, 1)
+    ax_w.set_ylabel("α (attention)")
+    done = " ".join(output[:t])
+    ax_w.set_title(f"step {step}: emits “{output[t]}”   (so far: {done or '—'})", family=family, fontsize=9)
+    ax_c.imshow(c[t][None, :], aspect="auto", cmap="coolwarm", vmin=-abs(c).max(), vmax=abs(c).max())
+    ax_c.set_yticks([])
+    ax_c.set_xlabel(f"context c_{step} = Σ α_i h_i  ({c.shape[1]} numbers)")
     return fig

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from .viz import SCORE_EXPLORER_CONTROLS, figure_to_png, score_weights_figure
 
-__all__ = ["Explorer", "explorer", "score_explorer", "EXPLORERS"]
+__all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "EXPLORERS"]
 
 
 class Explorer:
@@ -141,7 +141,49 @@ def score_explorer(mode: str = "auto", **defaults) -> Explorer:
     return explorer(score_weights_figure, SCORE_EXPLORER_CONTROLS, defaults, mode=mode)
 
 
+def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12,
+                      mode: str = "auto") -> Explorer:
+    """Chapter 3: pick a sentence and a decoding step; see that step's attention row,
+    the context it builds and the token it emits.
+
+    Args:
+        model, data: a trained :class:`~attention.models.Seq2Seq` with attention and its
+            :class:`~attention.experiments.TranslationData`; without them, an untrained
+            demo model on the date task (to try the widget).
+        pairs: the sentences offered (default: the first 6 test pairs).
+    """
+    from .experiments import decode_steps
+    from .viz import decoding_step_figure
+
+    if model is None:
+        model, data = _demo_translator()
+    pairs = list(pairs if pairs is not None else data.test[:6])
+    steps = {"".join(p.src) if data.name.startswith("hsk") else " ".join(p.src): decode_steps(model, data, p)
+             for p in pairs}
+
+    def draw(sentence: str = next(iter(steps)), step: int = 1):
+        d = steps[sentence]
+        return decoding_step_figure(d["source"], d["output"], d["weights"], d["contexts"], step)
+
+    return explorer(draw, {"sentence": list(steps), "step": list(range(1, max_steps + 1))}, mode=mode)
+
+
+def _demo_translator():
+    """A small untrained RNNsearch on a few generated dates: enough to drive the widget."""
+    from .data import Vocab, make_dates
+    from .experiments import TranslationData
+    from .models import Seq2Seq, Seq2SeqConfig
+
+    pairs = make_dates(12, seed=0)
+    src, tgt = Vocab.build([p.src for p in pairs]), Vocab.build([p.tgt for p in pairs])
+    data = TranslationData("dates-demo", pairs, pairs, pairs, src, tgt)
+    import torch
+    torch.manual_seed(0)
+    return Seq2Seq(Seq2SeqConfig(len(src), len(tgt), embed_dim=16, hidden_dim=16)), data
+
+
 #: Every chapter's explorer by name; the Colab (ipywidgets 7.7) test drives each one.
 EXPLORERS: dict[str, Callable[..., Explorer]] = {
     "scores": score_explorer,
+    "decoding": decoding_explorer,
 }

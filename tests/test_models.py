@@ -1,0 +1,170 @@
+"""Chapters 2-3 models, training and metrics, on each available device."""
+import pytest
+import torch
+
+from attention.experiments import attention_links, join_pairs
+from attention.metrics import bleu_by_length, corpus_bleu, detokenize
+from attention.models import Seq2Seq, Seq2SeqConfig, reverse_padded
+from attention.train import TrainConfig, load_checkpoint, save_checkpoint, sequence_loss, train
+
+PAD, BOS, EOS = 0, 2, 3
+
+
+class Batch:
+    def __init__(self, src, src_lengths, tgt_in, tgt_out):
+        self.src, self.src_lengths, self.tgt_in, self.tgt_out = src, src_lengths, tgt_in, tgt_out
+
+
+def tiny_batch(device, B=4, S=6, T=5, V=12):
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([6, 4, 2, 5][:B])
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[torch.arange(S)[None, :] >= lengths[:, None]] = PAD
+    y = torch.randint(4, V, (B, T - 1), generator=g)
+    tgt_in = torch.cat([torch.full((B, 1), BOS), y], 1)
+    tgt_out = torch.cat([y, torch.full((B, 1), EOS)], 1)
+    return Batch(src.to(device), lengths.to(device), tgt_in.to(device), tgt_out.to(device))
+
+
+def model_for(device, attention="additive", **kw):
+    torch.manual_seed(0)
+    cfg = Seq2SeqConfig(src_vocab=12, tgt_vocab=12, embed_dim=16, hidden_dim=16, attention=attention,
+                        dropout=0.0, **kw)
+    return Seq2Seq(cfg).to(device)
+
+
+ATTENTIONS = [None, "additive", "dot", "general", "concat", "location", "scaled_dot", "cosine"]
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_padded_source_positions_get_exactly_zero_attention(device, attention):
+    batch = tiny_batch(device)
+    out = model_for(device, attention)(batch.src, batch.src_lengths, batch.tgt_in, return_attention=True)
+    assert out.logits.shape == (4, 5, 12)
+    if attention is None:
+        assert out.attention is None
+        return
+    pad = batch.src == PAD  # (B, S)
+    assert (out.attention.masked_select(pad[:, None, :].expand_as(out.attention)) == 0).all()
+    torch.testing.assert_close(out.attention.sum(-1), torch.ones(4, 5, device=device))
+
+
+@pytest.mark.parametrize("attention, cell", [(None, "gru"), ("additive", "gru"), (None, "lstm"),
+                                             ("general", "lstm")])
+def test_overfits_a_tiny_batch(device, attention, cell):
+    batch = tiny_batch(device)
+    model = model_for(device, attention, cell=cell, bidirectional=cell == "gru",
+                      reverse_source=cell == "lstm")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        loss = sequence_loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05
+    model.eval()
+    greedy = model.greedy(batch.src, batch.src_lengths, max_len=10).tokens
+    assert torch.equal(greedy[:, :5], batch.tgt_out)  # it learned to say exactly the targets, then EOS
+
+
+@pytest.mark.parametrize("attention", [None, "additive", "dot"])
+def test_beam_size_one_equals_greedy(device, attention):
+    batch = tiny_batch(device)
+    model = model_for(device, attention).eval()
+    greedy = model.greedy(batch.src, batch.src_lengths, max_len=8)
+    beam = model.beam_search(batch.src, batch.src_lengths, beam_size=1, max_len=8)
+    for b in range(4):
+        g = greedy.tokens[b].tolist()
+        g = g[:g.index(EOS) + 1] if EOS in g else g
+        assert beam.tokens[b, :len(g)].tolist() == g
+        assert (beam.tokens[b, len(g):] == PAD).all()
+    if attention:
+        n = beam.attention.shape[1]
+        torch.testing.assert_close(beam.attention[0, :n], greedy.attention[0, :n])
+
+
+def force(model, token):
+    with torch.no_grad():
+        model.output.bias.fill_(-50.0)
+        model.output.bias[token] = 50.0
+
+
+def test_decoding_stops_at_eos_and_at_max_len(device):
+    batch = tiny_batch(device)
+    model = model_for(device).eval()
+    force(model, EOS)
+    assert model.greedy(batch.src, batch.src_lengths, max_len=9).tokens.tolist() == [[EOS]] * 4
+    assert model.beam_search(batch.src, batch.src_lengths, beam_size=3, max_len=9).tokens.tolist() == [[EOS]] * 4
+    force(model, 7)
+    assert model.greedy(batch.src, batch.src_lengths, max_len=9).tokens.shape == (4, 9)
+    beam = model.beam_search(batch.src, batch.src_lengths, beam_size=3, max_len=9)
+    assert beam.tokens.shape == (4, 9) and (beam.tokens == 7).all()
+
+
+def test_checkpoint_round_trip_gives_identical_outputs(device, tmp_path):
+    batch = tiny_batch(device)
+    model = model_for(device, "concat").eval()
+    save_checkpoint(tmp_path / "m.pt", model, vocab={"itos": ["<pad>", "a"]})
+    loaded, extra = load_checkpoint(tmp_path / "m.pt", Seq2Seq, Seq2SeqConfig, map_location=device)
+    loaded.eval()
+    assert extra == {"vocab": {"itos": ["<pad>", "a"]}}
+    a = model(batch.src, batch.src_lengths, batch.tgt_in, return_attention=True)
+    b = loaded(batch.src, batch.src_lengths, batch.tgt_in, return_attention=True)
+    assert torch.equal(a.logits, b.logits) and torch.equal(a.attention, b.attention)
+
+
+def test_train_keeps_the_best_epoch_and_stops_early(device, tmp_path):
+    batch = tiny_batch(device)
+    model = model_for(device)
+    history = train(model, lambda epoch: [batch], lambda: [batch],
+                    TrainConfig(max_epochs=4, lr=1e-2, patience=2, progress=False,
+                                checkpoint=str(tmp_path / "best.pt")))
+    assert len(history.epochs) == 4 and history.stopped.startswith("max_epochs")
+    losses = [e["valid_loss"] for e in history.epochs]
+    assert history.best_epoch == 1 + losses.index(min(losses))
+    best, _ = load_checkpoint(tmp_path / "best.pt", Seq2Seq, Seq2SeqConfig, map_location=device)
+    for (k, v), w in zip(model.state_dict().items(), best.state_dict().values()):
+        assert torch.equal(v, w), k
+    # a model that cannot improve stops after `patience` epochs
+    frozen = model_for(device)
+    history = train(frozen, lambda epoch: [], lambda: [batch],
+                    TrainConfig(max_epochs=10, patience=2, progress=False))
+    assert len(history.epochs) == 3 and history.stopped.startswith("early stopping")
+
+
+def test_bad_input_raises(device):
+    model = model_for(device)
+    with pytest.raises(ValueError, match=r"src \(4,\), src_lengths \(4,\)"):
+        model.encode(torch.zeros(4, dtype=torch.long, device=device), torch.ones(4, dtype=torch.long, device=device))
+    batch = tiny_batch(device)
+    with pytest.raises(ValueError, match="beam_size must be >= 1"):
+        model.beam_search(batch.src, batch.src_lengths, beam_size=0)
+    with pytest.raises(ValueError, match="cell must be"):
+        Seq2Seq(Seq2SeqConfig(5, 5, cell="rnn"))
+
+
+def test_reverse_padded():
+    x = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]])
+    assert reverse_padded(x, torch.tensor([3, 2, 4])).tolist() == [[3, 2, 1, 0], [5, 4, 0, 0], [9, 8, 7, 6]]
+
+
+def test_detokenize_and_bleu():
+    assert detokenize(["it", "'s", "fine", ",", "isn't", "it", "?"]) == "it's fine, isn't it?"
+    assert detokenize(["機", "器"], lang="zh") == "機器"
+    perfect = corpus_bleu(["the cat sat on the mat."], ["the cat sat on the mat."])
+    assert perfect.score == pytest.approx(100.0) and "tok:13a" in perfect.signature
+    assert "tok:zh" in corpus_bleu(["我很好"], ["我很好"], lang="zh").signature
+    rows = bleu_by_length(["a b c d", "x y z w"], ["a b c d", "a b c d"], [3, 12], edges=[1, 10, 20])
+    assert [(r["bucket"], r["n"]) for r in rows] == [("1-9", 1), ("10-19", 1)]
+    assert rows[0]["bleu"] == pytest.approx(100.0) and rows[1]["bleu"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="1 hypotheses but 2 references"):
+        corpus_bleu(["a"], ["a", "b"])
+
+
+def test_join_pairs_and_links():
+    from attention.data.translation import Pair
+    pairs = [Pair(("a", str(i)), ("x", str(i)), {"tgt_text": f"x {i}"}) for i in range(7)]
+    joined = join_pairs(pairs, 3)
+    assert len(joined) == 2 and all(len(p.src) == 6 and p.meta["joined"] == 3 for p in joined)
+    att = torch.tensor([[0.1, 0.9], [0.8, 0.2], [0.5, 0.5]])
+    assert attention_links(att) == {(1, 0), (0, 1), (0, 2)}
