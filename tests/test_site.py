@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 ON_CI = os.environ.get("CI", "").lower() == "true"
 EXPLORER_PAGE = "notebooks/04-scores.html"
-SCREENSHOT = Path(tempfile.gettempdir()) / "explorer.png"  # before moving a control
-SCREENSHOT_AFTER = Path(tempfile.gettempdir()) / "explorer-after.png"  # after both moves
+# Every page with an explorer (a Dropdown and a slider driving a figure).
+EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/03-bahdanau.html"]
+SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -265,7 +266,7 @@ def _settle(page, log: PageLog) -> None:
 
 def test_toc_lists_pages():
     assert PAGES and PAGES[0] == "book/index.html", PAGES
-    assert EXPLORER_PAGE in PAGES
+    assert set(EXPLORER_PAGES) <= set(PAGES), PAGES
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -338,18 +339,20 @@ def _wait_for_change(page, explorer, before, what):
     pytest.fail(f"the explorer's figure did not change after {what} (still {[s[:60] for s in before]})")
 
 
-def test_explorer_changes_figure(open_page):
-    page, log = open_page(EXPLORER_PAGE)
+@pytest.mark.parametrize("explorer_page", EXPLORER_PAGES)
+def test_explorer_changes_figure(open_page, explorer_page):
+    page, log = open_page(explorer_page)
+    name = Path(explorer_page).stem
     output = page.locator(".cell_output")
 
     # Dropdown (ipywidgets 8: a <select> inside .widget-dropdown)
     select = output.locator(".widget-dropdown select").first
-    assert select.count(), f"{EXPLORER_PAGE}: no Dropdown rendered (widgets blank?)"
+    assert select.count(), f"{explorer_page}: no Dropdown rendered (widgets blank?)"
     explorer = _explorer_around(page, select)
     explorer.scroll_into_view_if_needed()
     before = _visible_images(explorer)
     assert before, "the explorer shows no figure"
-    explorer.screenshot(path=str(SCREENSHOT))
+    explorer.screenshot(path=str(SHOTS / f"explorer-{name}.png"))
     options = select.evaluate("s => Array.from(s.options).map(o => o.value)")
     current = select.input_value()
     others = [o for o in options if o != current]
@@ -360,7 +363,7 @@ def test_explorer_changes_figure(open_page):
 
     # Slider (ipywidgets 8: noUiSlider, keyboard-operable handle)
     handle = output.locator(".noUi-handle").first
-    assert handle.count(), f"{EXPLORER_PAGE}: no slider rendered"
+    assert handle.count(), f"{explorer_page}: no slider rendered"
     explorer = _explorer_around(page, handle)
     explorer.scroll_into_view_if_needed()
     before = _visible_images(explorer)
@@ -371,6 +374,6 @@ def test_explorer_changes_figure(open_page):
     handle.press(key)
     after = _wait_for_change(page, explorer, before, f"pressing {key} on the slider")
     assert after != before
-    explorer.screenshot(path=str(SCREENSHOT_AFTER))
+    explorer.screenshot(path=str(SHOTS / f"explorer-{name}-after.png"))
 
     assert not log.problems(), log.problems()
