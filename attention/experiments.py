@@ -81,9 +81,14 @@ def fit(model: Seq2Seq, data: TranslationData, epochs: int = 6, batch_size: int 
 
 
 def _recipe_key(model: Seq2Seq, data: TranslationData, **recipe) -> str:
+    """Hash of everything that decides the trained weights, the training code included."""
+    here = Path(__file__).parent
+    code = hashlib.sha256(b"".join((here / f).read_bytes() for f in (
+        "models/seq2seq.py", "train.py", "data/batching.py", "data/vocab.py", "scores.py",
+        "functional.py"))).hexdigest()
     blob = json.dumps({"model": asdict(model.cfg), "data": data.name, "seed": data.seed,
                        "train": len(data.train), "torch": torch.__version__.split("+")[0],
-                       **recipe}, sort_keys=True)
+                       "code": code, **recipe}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
