@@ -28,7 +28,7 @@ from .train import History, TrainConfig, load_checkpoint, save_checkpoint, train
 
 __all__ = ["TranslationData", "hsk_data", "build_model", "fit", "fit_cached", "translate",
            "evaluate", "join_pairs", "attention_links", "decode_steps", "TRANSLATION_RECIPE",
-           "dates_data", "forced_attention", "alignment_error_rate"]
+           "dates_data", "forced_attention", "alignment_error_rate", "load_result", "convergence"]
 
 
 @dataclass
@@ -236,13 +236,26 @@ def alignment_error_rate(model: Seq2Seq, data: TranslationData, pairs: Sequence 
     return aer(links, [p.sure for p in pairs], [p.possible for p in pairs])
 
 
-# --- command line: runs too long for a notebook, recorded in results/ ------------------------
+# --- command line: runs too long for a notebook, recorded in attention/results/ ----------------
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def load_result(name: str) -> dict:
+    """A recorded run, e.g. ``load_result("hsk-convergence")`` (see :func:`convergence`)."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no recorded result {path}; run `python -m attention.experiments "
+                                f"{name.split('-')[-1]}` to make it")
+    return json.loads(path.read_text())
+
 
 def convergence(epochs: int = 40, seed: int = 0, out: str | None = None, progress: bool = False) -> dict:
     """Train both chapter-3 models until early stopping; record BLEU, time and versions.
 
-    ``python -m attention.experiments convergence`` writes ``results/hsk-convergence.json``,
-    which chapter 3 reads (so building the book does not retrain for minutes).
+    ``python -m attention.experiments convergence`` writes ``attention/results/hsk-convergence.json``
+    (shipped with the package, so Colab has it too), which chapter 3 reads with
+    :func:`load_result` -- building the book does not retrain for minutes.
     """
     import platform
     import sacrebleu
@@ -285,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     conv = sub.add_parser("convergence", help="chapter 3: both models trained to early stopping")
     conv.add_argument("--epochs", type=int, default=40, help="upper bound on epochs")
     conv.add_argument("--seed", type=int, default=0)
-    conv.add_argument("--out", default="results/hsk-convergence.json")
+    conv.add_argument("--out", default=str(RESULTS / "hsk-convergence.json"))
     args = parser.parse_args(argv)
     if args.command == "convergence":
         record = convergence(args.epochs, args.seed, args.out, progress=True)
