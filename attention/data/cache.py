@@ -141,13 +141,14 @@ def _verified(path: Path, source: Source) -> tuple[bool, str]:
     return False, actual
 
 
-def _check(path: Path, source: Source, what: str) -> None:
+def _check(path: Path, source: Source, advice: str) -> str:
+    """Raise unless ``path`` is the pinned release; returns the file's sha256."""
     ok, actual = _verified(path, source)
     if not ok:
         raise ValueError(
-            f"sha256 mismatch for {what} {path}:\n  expected {source.sha256}\n  actual   {actual}\n"
-            f"The file is not the pinned {source.name} {source.version}. It was left in place: "
-            f"delete it to download again, or replace it with the right file.")
+            f"sha256 mismatch for {source.name} {source.version} at {path}:\n"
+            f"  expected {source.sha256}\n  actual   {actual}\n{advice}")
+    return actual
 
 
 def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -162,7 +163,8 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
     root = default_cache_dir(cache_dir)
     target = root / source.artifact
     if target.exists():  # cached: verify, never download again
-        _check(target, source, "the cached file")
+        _check(target, source, "The cached file is not the pinned release. It was left in place: "
+                               "delete it to download again, or replace it with the right file.")
         return target
 
     root.mkdir(parents=True, exist_ok=True)
@@ -186,12 +188,8 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
             f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
             f"that holds it).\nWhat failed: {shlex.join(command)}: {_last_lines(e)}") from None
     got = files[0]
-    ok, actual = _verified(got, source)
-    if not ok:
-        raise ValueError(
-            f"sha256 mismatch for the downloaded {source.name} {source.version} at {got}:\n"
-            f"  expected {source.sha256}\n  actual   {actual}\n"
-            f"Nothing was cached; the downloaded file is kept in {staging} for inspection.")
+    actual = _check(got, source, f"Nothing was cached; the downloaded file is kept in {staging} "
+                                 "for inspection.")
     if actual != source.sha256:  # e.g. Ubuntu's own build of a Debian package
         warnings.warn(f"{got.name} is another build of {source.name} {source.version} "
                       f"(sha256 {actual}); its {source.member} is the pinned one, so it is used",
