@@ -260,9 +260,18 @@ class Seq2Seq(nn.Module):
                     not length_penalty and best_finished >= max(k[0] for k in keep)):
                 break
             idx = torch.tensor([k[1] for k in keep], device=device)
-            state = tuple(s[idx] for s in state) if isinstance(state, tuple) else state[idx]
+            state = _index_state(state, idx)
             y = torch.tensor([k[2] for k in keep], device=device)
             alive_scores = torch.tensor([k[0] for k in keep], device=device)
             alive_tokens, alive_maps = [k[3] for k in keep], [k[4] for k in keep]
         score, toks, maps = max(finished, key=lambda f: f[0])
         return toks, maps, score
+
+
+def _index_state(state, idx: Tensor):
+    """Pick beams ``idx`` from a decoder state: a tensor, or a tuple/dict of them."""
+    if isinstance(state, tuple):
+        return tuple(_index_state(s, idx) for s in state)
+    if isinstance(state, dict):
+        return {k: _index_state(v, idx) for k, v in state.items()}
+    return state[idx]
