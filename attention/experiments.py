@@ -228,11 +228,18 @@ def forced_attention(model: Seq2Seq, data: TranslationData, pairs: Sequence) -> 
     return [att[i, :len(p.tgt), :len(p.src)].cpu() for i, p in enumerate(pairs)]
 
 
-def alignment_error_rate(model: Seq2Seq, data: TranslationData, pairs: Sequence | None = None) -> float:
-    """Corpus AER of the argmax alignments of :func:`forced_attention` against the gold links."""
+def alignment_error_rate(model: Seq2Seq, data: TranslationData, pairs: Sequence | None = None,
+                         aligned_only: bool = False) -> float:
+    """Corpus AER of the argmax alignments of :func:`forced_attention` against the gold links.
+
+    ``aligned_only`` drops the predicted links of target tokens that the gold aligns to
+    nothing (the hyphens of ``YYYY-MM-DD``): an argmax must point somewhere, a gold link need not.
+    """
     from .metrics import aer
     pairs = data.test if pairs is None else pairs
     links = [attention_links(a) for a in forced_attention(model, data, pairs)]
+    if aligned_only:
+        links = [{(s, t) for s, t in A if t in {j for _, j in p.sure}} for A, p in zip(links, pairs)]
     return aer(links, [p.sure for p in pairs], [p.possible for p in pairs])
 
 
@@ -299,7 +306,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     conv.add_argument("--epochs", type=int, default=40, help="upper bound on epochs")
     conv.add_argument("--seed", type=int, default=0)
     conv.add_argument("--out", default=str(RESULTS / "hsk-convergence.json"))
+    abl = sub.add_parser("ablation", help="chapter 9: every score x global/local x input feeding")
+    abl.add_argument("--budget", default="small", help="'small' (the book's) or 'test' (seconds)")
+    abl.add_argument("--seed", type=int, default=0)
+    abl.add_argument("--out", default=None, help="default: attention/results/ablation-<budget>.json")
     args = parser.parse_args(argv)
+    if args.command == "ablation":
+        from .ablation import run_ablation
+        out = args.out or str(RESULTS / f"ablation-{args.budget}.json")
+        record = run_ablation(args.budget, args.seed, out=out, progress=True)  # one line per variant
+        print(f"{len(record['results'])} variants in {record['wall_seconds']} s; wrote {out}")
     if args.command == "convergence":
         record = convergence(args.epochs, args.seed, args.out, progress=True)
         for name, m in record["models"].items():

@@ -1,0 +1,153 @@
+"""The controlled ablation of chapter 9: every score × global/local × input feeding, one budget.
+
+    python -m attention.experiments ablation --budget small
+
+trains every variant on the same data (HSK zh->en for BLEU, the date task for AER),
+with the same seed, the same number of updates and the same parameter budget (±10 %:
+each variant's hidden size is chosen so its parameter count lands closest to the
+reference, Luong's global-general with input feeding), and writes
+``attention/results/ablation-<budget>.json`` with versions, seed, budget and wall time.
+Chapters 9 and 4 read that file, so building the book never retrains dozens of models.
+Training runs on one CPU thread, so a rerun with the same seed on the same machine
+gives the same numbers.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+__all__ = ["Variant", "VARIANTS", "BUDGETS", "build_variant", "match_budget", "run_ablation"]
+
+SCORE_NAMES = ["dot", "general", "concat", "location", "scaled_dot", "cosine", "additive"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    attention: str | None  # score name; None = no attention
+    local: str | None = None  # None (global), "m" or "p"
+    input_feeding: bool = True
+    decoder: str = "luong"  # "luong", or "bahdanau" (chapter 3's RNNsearch)
+
+    @property
+    def name(self) -> str:
+        if self.decoder == "bahdanau":
+            return "bahdanau-additive"
+        where = "global" if self.local is None else f"local-{self.local}"
+        what = "none" if self.attention is None else f"{where}-{self.attention}"
+        return what + ("+feed" if self.input_feeding else "")
+
+
+def _variants() -> list[Variant]:
+    out = [Variant(None, None, feed) for feed in (True, False)]
+    out.append(Variant("additive", decoder="bahdanau", input_feeding=False))
+    for score in SCORE_NAMES:
+        for local in (None, "m", "p"):
+            if local and score == "location":
+                continue  # location predicts absolute positions: global only
+            out += [Variant(score, local, feed) for feed in (True, False)]
+    return out
+
+
+VARIANTS: list[Variant] = _variants()
+REFERENCE = Variant("general", None, True)
+
+#: budget name -> training recipe (same updates for every variant)
+BUDGETS = {
+    "small": {"hsk_epochs": 4, "dates_n": 2000, "dates_epochs": 3, "batch_size": 32, "lr": 3e-3,
+              "hidden_dim": 128, "dates_hidden_dim": 48, "window": 3},
+    "test": {"hsk_epochs": 0, "dates_n": 200, "dates_epochs": 1, "batch_size": 32, "lr": 3e-3,
+             "hidden_dim": 16, "dates_hidden_dim": 16, "window": 2},
+}
+
+
+def build_variant(variant: Variant, data, hidden_dim: int, window: int, seed: int = 0,
+                  embed_dim: int | None = None):
+    """A model of ``variant`` for ``data`` with the given hidden size."""
+    from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
+    torch.manual_seed(seed)
+    sizes = dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
+                 embed_dim=embed_dim or hidden_dim, hidden_dim=hidden_dim, dropout=0.3,
+                 attention_dim=hidden_dim)
+    if variant.decoder == "bahdanau":
+        return Seq2Seq(Seq2SeqConfig(attention=variant.attention, **sizes))
+    return LuongSeq2Seq(LuongConfig(attention=variant.attention, local=variant.local, window=window,
+                                    input_feeding=variant.input_feeding, **sizes))
+
+
+def count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def match_budget(variant: Variant, data, hidden_dim: int, window: int, tolerance: float = 0.10) -> int:
+    """The hidden size whose parameter count is closest to the reference variant's at ``hidden_dim``.
+
+    Raises ``ValueError`` when no size lands within ``tolerance`` of the reference.
+    """
+    target = count(build_variant(REFERENCE, data, hidden_dim, window, embed_dim=hidden_dim))
+    candidates = range(max(8, hidden_dim // 2), hidden_dim * 2 + 1, 4 if hidden_dim >= 32 else 1)
+    best = min(candidates, key=lambda h: abs(count(build_variant(variant, data, h, window,
+                                                                 embed_dim=hidden_dim)) - target))
+    got = count(build_variant(variant, data, best, window, embed_dim=hidden_dim))
+    if abs(got - target) > tolerance * target:
+        raise ValueError(f"{variant.name}: no hidden size within {tolerance:.0%} of {target} parameters "
+                         f"(best {best}: {got})")
+    return best
+
+
+def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] | None = None,
+                 out: str | Path | None = None, progress: bool = False) -> dict:
+    """Train and evaluate every variant; returns (and optionally writes) the record."""
+    import sacrebleu
+
+    from . import __version__
+    from .device import setup
+    from .experiments import alignment_error_rate, dates_data, evaluate, fit, hsk_data, translate
+
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown budget {budget!r}; choose one of {sorted(BUDGETS)}")
+    recipe = BUDGETS[budget]
+    variants = VARIANTS if variants is None else variants
+    device = setup(seed)
+    start = time.perf_counter()
+    hsk = hsk_data(seed=seed) if recipe["hsk_epochs"] else None
+    dates = dates_data(n=recipe["dates_n"], seed=seed)
+    record = {"command": f"python -m attention.experiments ablation --budget {budget}",
+              "budget": budget, "recipe": recipe, "seed": seed,
+              "versions": {"attention": __version__, "torch": torch.__version__,
+                           "sacrebleu": sacrebleu.__version__, "python": platform.python_version()},
+              "machine": {"device": device.type, "threads": torch.get_num_threads(),
+                          "processor": platform.processor() or platform.machine()},
+              "reference": REFERENCE.name, "results": []}
+    fit_args = dict(batch_size=recipe["batch_size"], lr=recipe["lr"], seed=seed, device=device,
+                    progress=False)
+    for v in variants:
+        row = {"variant": v.name, "attention": v.attention, "local": v.local,
+               "input_feeding": v.input_feeding, "decoder": v.decoder}
+        if hsk is not None:
+            h = match_budget(v, hsk, recipe["hidden_dim"], recipe["window"])
+            model = build_variant(v, hsk, h, recipe["window"], seed, embed_dim=recipe["hidden_dim"]).to(device)
+            history = fit(model, hsk, epochs=recipe["hsk_epochs"], **fit_args)
+            row |= {"hidden_dim": h, "parameters": count(model), "bleu": evaluate(model, hsk)["bleu"].score,
+                    "train_seconds": round(history.seconds, 1), "best_epoch": history.best_epoch}
+        h = match_budget(v, dates, recipe["dates_hidden_dim"], recipe["window"])
+        model = build_variant(v, dates, h, recipe["window"], seed, embed_dim=recipe["dates_hidden_dim"]).to(device)
+        history = fit(model, dates, epochs=recipe["dates_epochs"], **fit_args)
+        outputs = translate(model, dates.test, dates)
+        row |= {"dates_hidden_dim": h, "dates_parameters": count(model),
+                "dates_accuracy": sum(o.hypothesis == list(p.tgt) for o, p in zip(outputs, dates.test)) / len(outputs),
+                "aer": None if v.attention is None else alignment_error_rate(model, dates),
+                "aer_aligned": None if v.attention is None else alignment_error_rate(model, dates, aligned_only=True),
+                "dates_train_seconds": round(history.seconds, 1)}
+        record["results"].append(row)
+        if progress:
+            print({k: (round(x, 3) if isinstance(x, float) else x) for k, x in row.items()}, flush=True)
+    record["wall_seconds"] = round(time.perf_counter() - start, 1)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(record, indent=1) + "\n")
+    return record
