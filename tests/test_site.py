@@ -35,7 +35,7 @@ SITE = ROOT / "_build" / "html"
 ON_CI = os.environ.get("CI", "").lower() == "true"
 EXPLORER_PAGE = "notebooks/04-scores.html"
 # Every page with an explorer (a Dropdown and a slider driving a figure).
-EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/03-bahdanau.html"]
+EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/03-bahdanau.html", "notebooks/09-global-local.html"]
 SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
 
 CHROMIUM_ARGS = [
