@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from .viz import SCORE_EXPLORER_CONTROLS, figure_to_png, score_weights_figure
 
-__all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "EXPLORERS"]
+__all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "EXPLORERS"]
 
 
 class Explorer:
@@ -182,8 +182,16 @@ def _demo_translator():
     return Seq2Seq(Seq2SeqConfig(len(src), len(tgt), embed_dim=16, hidden_dim=16)), data
 
 
+def local_explorer(mode: str = "auto", **defaults) -> Explorer:
+    """Chapter 9: window half-width D, σ (as a fraction of D) and p_t -> the Gaussian
+    window, the raw alignment and the final weights (``viz.local_window_figure``)."""
+    from .viz import LOCAL_EXPLORER_CONTROLS, local_window_figure
+    return explorer(local_window_figure, LOCAL_EXPLORER_CONTROLS, defaults, mode=mode)
+
+
 #: Every chapter's explorer by name; the Colab (ipywidgets 7.7) test drives each one.
 EXPLORERS: dict[str, Callable[..., Explorer]] = {
     "scores": score_explorer,
     "decoding": decoding_explorer,
+    "local": local_explorer,
 }

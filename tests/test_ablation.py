@@ -1,0 +1,61 @@
+"""The chapter-9 ablation: variants, parameter budget, reproducibility, the recorded results."""
+import json
+
+import pytest
+
+from attention import experiments
+from attention.ablation import BUDGETS, REFERENCE, VARIANTS, Variant, build_variant, count, match_budget, run_ablation
+
+
+def test_variants_cover_every_score_and_placement():
+    names = [v.name for v in VARIANTS]
+    assert len(names) == len(set(names)) == 41
+    assert not any(v.local and v.attention == "location" for v in VARIANTS)
+    for score in ("dot", "general", "concat", "scaled_dot", "cosine", "additive"):
+        for where in ("global", "local-m", "local-p"):
+            assert f"{where}-{score}+feed" in names and f"{where}-{score}" in names
+    assert {"none", "none+feed", "bahdanau-additive", "global-location+feed"} <= set(names)
+
+
+@pytest.fixture(scope="module")
+def dates():
+    return experiments.dates_data(n=200)
+
+
+def test_every_variant_fits_the_parameter_budget(dates):
+    target = count(build_variant(REFERENCE, dates, 24, 2, embed_dim=24))
+    for v in VARIANTS:
+        h = match_budget(v, dates, 24, 2)
+        got = count(build_variant(v, dates, h, 2, embed_dim=24))
+        assert abs(got - target) <= 0.10 * target, (v.name, h, got, target)
+
+
+def test_match_budget_refuses_the_impossible(dates):
+    with pytest.raises(ValueError, match="no hidden size within 0% of"):
+        match_budget(Variant("concat", "p", False), dates, 24, 2, tolerance=0.0)
+
+
+def test_same_seed_same_results_and_the_record_says_how(tmp_path):
+    variants = [Variant("general", None, True), Variant("dot", "p", False)]
+    a = run_ablation("test", seed=0, variants=variants, out=tmp_path / "a.json")
+    b = run_ablation("test", seed=0, variants=variants)
+    strip = lambda rows: [{k: v for k, v in r.items() if "seconds" not in k} for r in rows]
+    assert strip(a["results"]) == strip(b["results"])
+    saved = json.loads((tmp_path / "a.json").read_text())
+    assert saved["seed"] == 0 and saved["budget"] == "test" and saved["recipe"] == BUDGETS["test"]
+    assert {"torch", "attention", "sacrebleu", "python"} <= set(saved["versions"])
+    assert saved["wall_seconds"] > 0 and [r["variant"] for r in saved["results"]] == ["global-general+feed", "local-p-dot"]
+    with pytest.raises(ValueError, match="unknown budget 'huge'"):
+        run_ablation("huge")
+
+
+def test_recorded_ablation_is_complete_and_fair():
+    record = experiments.load_result("ablation-small")
+    rows = {r["variant"]: r for r in record["results"]}
+    assert set(rows) == {v.name for v in VARIANTS}
+    ref = rows[REFERENCE.name]["parameters"]
+    for name, r in rows.items():
+        assert abs(r["parameters"] - ref) <= 0.10 * ref, name
+        assert 0 <= r["bleu"] <= 100 and (r["aer_aligned"] is None) == (r["attention"] is None)
+    assert record["command"] == "python -m attention.experiments ablation --budget small"
+    assert record["recipe"] == BUDGETS["small"] and "torch" in record["versions"]
