@@ -341,39 +341,39 @@ def _wait_for_change(page, explorer, before, what):
 
 @pytest.mark.parametrize("explorer_page", EXPLORER_PAGES)
 def test_explorer_changes_figure(open_page, explorer_page):
+    """Every control of the page's explorer (Dropdowns and sliders) changes its figure."""
     page, log = open_page(explorer_page)
     name = Path(explorer_page).stem
     output = page.locator(".cell_output")
-
-    # Dropdown (ipywidgets 8: a <select> inside .widget-dropdown)
-    select = output.locator(".widget-dropdown select").first
-    assert select.count(), f"{explorer_page}: no Dropdown rendered (widgets blank?)"
-    explorer = _explorer_around(page, select)
+    selects = output.locator(".widget-dropdown select")  # ipywidgets 8: a <select>
+    handles = output.locator(".noUi-handle")  # ipywidgets 8 sliders: noUiSlider, keyboard-operable
+    assert selects.count() + handles.count(), f"{explorer_page}: no control rendered (widgets blank?)"
+    first = selects.first if selects.count() else handles.first
+    explorer = _explorer_around(page, first)
     explorer.scroll_into_view_if_needed()
-    before = _visible_images(explorer)
-    assert before, "the explorer shows no figure"
+    assert _visible_images(explorer), "the explorer shows no figure"
     explorer.screenshot(path=str(SHOTS / f"explorer-{name}.png"))
-    options = select.evaluate("s => Array.from(s.options).map(o => o.value)")
-    current = select.input_value()
-    others = [o for o in options if o != current]
-    assert others, f"the dropdown has a single option {options}"
-    select.select_option(others[0])
-    after = _wait_for_change(page, explorer, before, f"choosing {others[0]!r} in the dropdown")
-    assert after != before
 
-    # Slider (ipywidgets 8: noUiSlider, keyboard-operable handle)
-    handle = output.locator(".noUi-handle").first
-    assert handle.count(), f"{explorer_page}: no slider rendered"
-    explorer = _explorer_around(page, handle)
-    explorer.scroll_into_view_if_needed()
-    before = _visible_images(explorer)
-    assert before, "the slider's explorer shows no figure"
-    now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
-    key = "ArrowLeft" if now is not None and now == top else "ArrowRight"
-    handle.focus()
-    handle.press(key)
-    after = _wait_for_change(page, explorer, before, f"pressing {key} on the slider")
-    assert after != before
+    for i in range(selects.count()):
+        select = selects.nth(i)
+        explorer = _explorer_around(page, select)
+        before = _visible_images(explorer)
+        options = select.evaluate("s => Array.from(s.options).map(o => o.value)")
+        others = [o for o in options if o != select.input_value()]
+        assert others, f"dropdown {i} has a single option {options}"
+        select.select_option(others[0])
+        assert _wait_for_change(page, explorer, before, f"choosing {others[0]!r} in dropdown {i}") != before
+
+    for i in range(handles.count()):
+        handle = handles.nth(i)
+        explorer = _explorer_around(page, handle)
+        explorer.scroll_into_view_if_needed()
+        before = _visible_images(explorer)
+        now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
+        key = "ArrowLeft" if now is not None and now == top else "ArrowRight"
+        handle.focus()
+        handle.press(key)
+        assert _wait_for_change(page, explorer, before, f"pressing {key} on slider {i}") != before
     explorer.screenshot(path=str(SHOTS / f"explorer-{name}-after.png"))
 
     assert not log.problems(), log.problems()
