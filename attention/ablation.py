@@ -58,20 +58,20 @@ REFERENCE = Variant("general", None, True)
 
 #: budget name -> training recipe (same updates for every variant)
 BUDGETS = {
-    "small": {"hsk_epochs": 4, "dates_n": 2000, "dates_epochs": 3, "batch_size": 32, "lr": 3e-3,
-              "hidden_dim": 128, "dates_hidden_dim": 48, "window": 3},
+    "small": {"hsk_epochs": 4, "dates_n": 4000, "dates_epochs": 4, "batch_size": 32, "lr": 3e-3,
+              "hidden_dim": 128, "dates_hidden_dim": 48, "window": 3, "dropout": 0.3, "dates_dropout": 0.1},
     "test": {"hsk_epochs": 0, "dates_n": 200, "dates_epochs": 1, "batch_size": 32, "lr": 3e-3,
-             "hidden_dim": 16, "dates_hidden_dim": 16, "window": 2},
+             "hidden_dim": 16, "dates_hidden_dim": 16, "window": 2, "dropout": 0.3, "dates_dropout": 0.1},
 }
 
 
 def build_variant(variant: Variant, data, hidden_dim: int, window: int, seed: int = 0,
-                  embed_dim: int | None = None):
+                  embed_dim: int | None = None, dropout: float = 0.3):
     """A model of ``variant`` for ``data`` with the given hidden size."""
     from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
     torch.manual_seed(seed)
     sizes = dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
-                 embed_dim=embed_dim or hidden_dim, hidden_dim=hidden_dim, dropout=0.3,
+                 embed_dim=embed_dim or hidden_dim, hidden_dim=hidden_dim, dropout=dropout,
                  attention_dim=hidden_dim)
     if variant.decoder == "bahdanau":
         return Seq2Seq(Seq2SeqConfig(attention=variant.attention, **sizes))
@@ -130,12 +130,14 @@ def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] |
                "input_feeding": v.input_feeding, "decoder": v.decoder}
         if hsk is not None:
             h = match_budget(v, hsk, recipe["hidden_dim"], recipe["window"])
-            model = build_variant(v, hsk, h, recipe["window"], seed, embed_dim=recipe["hidden_dim"]).to(device)
+            model = build_variant(v, hsk, h, recipe["window"], seed, embed_dim=recipe["hidden_dim"],
+                                  dropout=recipe["dropout"]).to(device)
             history = fit(model, hsk, epochs=recipe["hsk_epochs"], **fit_args)
             row |= {"hidden_dim": h, "parameters": count(model), "bleu": evaluate(model, hsk)["bleu"].score,
                     "train_seconds": round(history.seconds, 1), "best_epoch": history.best_epoch}
         h = match_budget(v, dates, recipe["dates_hidden_dim"], recipe["window"])
-        model = build_variant(v, dates, h, recipe["window"], seed, embed_dim=recipe["dates_hidden_dim"]).to(device)
+        model = build_variant(v, dates, h, recipe["window"], seed, embed_dim=recipe["dates_hidden_dim"],
+                              dropout=recipe["dates_dropout"]).to(device)
         history = fit(model, dates, epochs=recipe["dates_epochs"], **fit_args)
         outputs = translate(model, dates.test, dates)
         row |= {"dates_hidden_dim": h, "dates_parameters": count(model),

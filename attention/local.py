@@ -9,9 +9,9 @@ Local attention picks an aligned position ``p_t`` and attends to the window
 
     a_t(s) = align(h_t, h̄_s) · exp(−(s − p_t)² / 2σ²),   σ = D/2        (Luong Eq. 10)
 
-* **local-m** (monotonic): ``p_t = t``.
+* **local-m** (monotonic): ``p_t = t``, plain softmax inside the window (Eq. 7).
 * **local-p** (predictive): ``p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))`` (Eq. 9), where S
-  is the sentence's own source length.
+  is the sentence's own source length, and the Gaussian above (Eq. 10).
 
 :func:`local_attention` *gathers* the W keys of each window, so time and memory grow
 with L·W, not L·S. :func:`local_attention_reference` scores everything and masks;
@@ -92,7 +92,7 @@ def local_attention(score, query: Tensor, key: Tensor, value: Tensor, centers: T
 
     scores = score(query.reshape(B * L, 1, Eq), gather(key))  # (B·L, 1, W)
     weights = masked_softmax(scores.reshape(B, L, W), inside)  # (B, L, W)
-    if gaussian:
+    if gaussian and D > 0:  # with D = 0 the window is one position: nothing to shape
         sigma = D / 2 if sigma is None else sigma
         weights = weights * torch.exp(-(positions - centers[..., None]) ** 2 / (2 * sigma ** 2))
     output = (weights.reshape(B * L, 1, W) @ gather(value)).reshape(B, L, value.shape[-1])  # (B, L, Ev)
@@ -112,7 +112,7 @@ def local_attention_reference(score, query: Tensor, key: Tensor, value: Tensor, 
     lo = torch.round(centers).long()[..., None] - D  # (B, L, 1)
     keep = (s >= lo) & (s <= lo + 2 * D) & lengths_to_mask(src_lengths, S)[:, None, :]  # (B, L, S)
     weights = masked_softmax(score(query, key), keep)  # (B, L, S)
-    if gaussian:
+    if gaussian and D > 0:
         sigma = D / 2 if sigma is None else sigma
         weights = weights * torch.exp(-(s - centers[..., None]) ** 2 / (2 * sigma ** 2))
     return weights @ value, weights

@@ -37,6 +37,17 @@ def test_local_equals_masked_reference_values_and_gradients(device, name, D, gau
     assert torch.isfinite(torch.cat([g.flatten() for g in grads])).all()
 
 
+def test_zero_width_window_with_integer_centres_is_finite(device):
+    """D = 0 (sigma = 0) at integer p_t (local-m) once gave 0/0 = NaN."""
+    score = make_score("dot")
+    q, k = torch.randn(1, 3, 4, device=device), torch.randn(1, 5, 4, device=device)
+    centers = torch.tensor([[0.0, 1.0, 2.0]], device=device)
+    out, w, _ = local_attention(score, q, k, k, centers, torch.tensor([5], device=device), D=0)
+    assert torch.isfinite(out).all() and torch.equal(w, torch.ones_like(w))
+    ref, _ = local_attention_reference(score, q, k, k, centers, torch.tensor([5], device=device), D=0)
+    torch.testing.assert_close(out, ref)
+
+
 def test_local_weights_respect_window_and_sentence(device):
     score = make_score("dot")
     q, k = torch.randn(2, 4, 6, device=device), torch.randn(2, 9, 6, device=device)

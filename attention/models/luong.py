@@ -93,7 +93,8 @@ class LuongSeq2Seq(Seq2Seq):
         else:
             centers = self.position(query, memory["lengths"])  # p_t = S·σ(v_pᵀ tanh(W_p h_t))  (B, 1)
         context, w, positions = local_attention(self.score, query, states, states, centers,
-                                                memory["lengths"], self.cfg.window)
+                                                memory["lengths"], self.cfg.window,
+                                                gaussian=self.cfg.local == "p")  # Eq. 10 is local-p's
         # spread the window's weights back onto the source positions, for plots and AER
         weights = h.new_zeros(h.shape[0], S + 2 * self.cfg.window + 1)
         index = (positions[:, 0] + self.cfg.window).clamp(0, weights.shape[1] - 1)  # (B, W)
