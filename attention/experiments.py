@@ -93,18 +93,20 @@ def _recipe_key(model: Seq2Seq, data: TranslationData, **recipe) -> str:
 
 
 def fit_cached(model: Seq2Seq, data: TranslationData, cache_dir: str | None = None,
-               **fit_args) -> tuple[Seq2Seq, History | None]:
+               retrain: bool = False, **fit_args) -> tuple[Seq2Seq, History | None]:
     """:func:`fit`, unless the cache holds a model trained with the same recipe.
 
     Returns ``(model, history)``; ``history`` is None when the model came from the cache.
-    Pass no ``max_seconds`` here: a time budget makes training depend on the machine.
+    ``retrain=True`` always trains (a chapter showing its own training) and refreshes the
+    cache for the chapters that reuse the model. Pass no ``max_seconds`` here: a time
+    budget makes training depend on the machine.
     """
     if fit_args.get("max_seconds") is not None:
         raise ValueError("fit_cached needs a fixed number of epochs, not max_seconds")
     device = fit_args.get("device") or next(model.parameters()).device
     key = _recipe_key(model, data, **{k: v for k, v in fit_args.items() if k not in ("device", "progress")})
     path = default_cache_dir(cache_dir) / "models" / f"{key}.pt"
-    if path.exists():
+    if path.exists() and not retrain:
         cached, _ = load_checkpoint(path, Seq2Seq, Seq2SeqConfig, map_location=device)
         return cached.to(device), None
     history = fit(model, data, **fit_args)
