@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 __all__ = ["BleuResult", "corpus_bleu", "bleu_by_length", "detokenize", "aer"]
 
