@@ -10,13 +10,13 @@ The code behind "Attention in NLP: an interactive textbook". Modules:
 * ``widgets``    -- explorers: live ipywidgets, or precomputed frames for the website
 * ``device``     -- device choice, seeding, threads
 """
+__version__ = "0.1.0"  # first: submodules read it while the package initialises
+
 from .device import get_device, seed_everything, set_threads, setup
 from .functional import attend, masked_softmax, scaled_dot_product_attention
 from .layers import Attention, MultiHeadAttention
 from .masks import causal_mask, lengths_to_mask, to_keep_mask, window_mask
 from .scores import SCORES, make_score
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Attention", "MultiHeadAttention", "SCORES", "attend", "causal_mask", "get_device",

@@ -1,29 +1,33 @@
 """The controlled ablation of chapter 9: every score × global/local × input feeding, one budget.
 
-    python -m attention.experiments ablation --budget small
+    python -m attention ablation --budget small
 
 trains every variant on the same data (HSK zh->en for BLEU, the date task for AER),
 with the same seed, the same number of updates and the same parameter budget (±10 %:
 each variant's hidden size is chosen so its parameter count lands closest to the
-reference, Luong's global-general with input feeding), and writes
-``attention/results/ablation-<budget>.json`` with versions, seed, budget and wall time.
+reference, Luong's global-general with input feeding), and records the run as
+``attention/results/ablation-<budget>.json`` through :func:`attention.results.record_result`.
 Chapters 9 and 4 read that file, so building the book never retrains dozens of models.
 Training runs on one CPU thread, so a rerun with the same seed on the same machine
 gives the same numbers.
 """
 from __future__ import annotations
 
-import json
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from .device import setup
+from .experiments import alignment_error_rate, dates_data, evaluate, fit, hsk_data, translate
+from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
+from .results import record_result
+from .scores import SCORES, is_content_based
+
 __all__ = ["Variant", "VARIANTS", "BUDGETS", "build_variant", "match_budget", "run_ablation"]
 
-SCORE_NAMES = ["dot", "general", "concat", "location", "scaled_dot", "cosine", "additive"]
+SCORE_NAMES = list(SCORES)  # every score of chapter 4
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ def _variants() -> list[Variant]:
     out.append(Variant("additive", decoder="bahdanau", input_feeding=False))
     for score in SCORE_NAMES:
         for local in (None, "m", "p"):
-            if local and score == "location":
+            if local and not is_content_based(score):
                 continue  # location predicts absolute positions: global only
             out += [Variant(score, local, feed) for feed in (True, False)]
     return out
@@ -68,7 +72,6 @@ BUDGETS = {
 def build_variant(variant: Variant, data, hidden_dim: int, window: int, seed: int = 0,
                   embed_dim: int | None = None, dropout: float = 0.3):
     """A model of ``variant`` for ``data`` with the given hidden size."""
-    from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
     torch.manual_seed(seed)
     sizes = dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
                  embed_dim=embed_dim or hidden_dim, hidden_dim=hidden_dim, dropout=dropout,
@@ -100,14 +103,10 @@ def match_budget(variant: Variant, data, hidden_dim: int, window: int, tolerance
 
 
 def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] | None = None,
-                 out: str | Path | None = None, progress: bool = False) -> dict:
-    """Train and evaluate every variant; returns (and optionally writes) the record."""
-    import sacrebleu
-
-    from . import __version__
-    from .device import setup
-    from .experiments import alignment_error_rate, dates_data, evaluate, fit, hsk_data, translate
-
+                 directory: str | Path | None = None, progress: bool = False) -> dict:
+    """Train and evaluate ``variants`` (default: all) and return the record. It is written (in
+    ``directory``, default the package's results folder) when a directory is given or every
+    variant was run, so a partial run never replaces the book's record."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r}; choose one of {sorted(BUDGETS)}")
     recipe = BUDGETS[budget]
@@ -116,15 +115,9 @@ def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] |
     start = time.perf_counter()
     hsk = hsk_data(seed=seed) if recipe["hsk_epochs"] else None
     dates = dates_data(n=recipe["dates_n"], seed=seed)
-    record = {"command": f"python -m attention.experiments ablation --budget {budget}",
-              "budget": budget, "recipe": recipe, "seed": seed,
-              "versions": {"attention": __version__, "torch": torch.__version__,
-                           "sacrebleu": sacrebleu.__version__, "python": platform.python_version()},
-              "machine": {"device": device.type, "threads": torch.get_num_threads(),
-                          "processor": platform.processor() or platform.machine()},
-              "reference": REFERENCE.name, "results": []}
     fit_args = dict(batch_size=recipe["batch_size"], lr=recipe["lr"], seed=seed, device=device,
                     progress=False)
+    results = []
     for v in variants:
         row = {"variant": v.name, "attention": v.attention, "local": v.local,
                "input_feeding": v.input_feeding, "decoder": v.decoder}
@@ -145,11 +138,11 @@ def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] |
                 "aer": None if v.attention is None else alignment_error_rate(model, dates),
                 "aer_aligned": None if v.attention is None else alignment_error_rate(model, dates, aligned_only=True),
                 "dates_train_seconds": round(history.seconds, 1)}
-        record["results"].append(row)
+        results.append(row)
         if progress:
             print({k: (round(x, 3) if isinstance(x, float) else x) for k, x in row.items()}, flush=True)
-    record["wall_seconds"] = round(time.perf_counter() - start, 1)
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(record, indent=1) + "\n")
-    return record
+    return record_result(f"ablation-{budget}", command=f"python -m attention ablation --budget {budget}",
+                         recipe=dict(recipe, budget=budget), seeds=[seed],
+                         metrics={"reference": REFERENCE.name, "results": results},
+                         wall_seconds=time.perf_counter() - start, device=device, directory=directory,
+                         write=directory is not None or variants == VARIANTS)

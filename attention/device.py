@@ -1,6 +1,7 @@
 """Run the same code on a laptop CPU, a CI runner and a Colab GPU.
 
-Every notebook starts with ``device = attention.setup(seed=0)``.
+Every notebook starts with ``device = attention.setup(seed=0)``: seeds, one CPU thread,
+CUDA when there is a GPU, and figures that display themselves in Jupyter and Colab.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import random
 
 import numpy as np
 import torch
+
+from .viz import show_figures_in_notebooks
 
 __all__ = ["get_device", "seed_everything", "set_threads", "setup"]
 
@@ -38,7 +41,8 @@ def set_threads(n: int | None = 1) -> None:
 
 
 def setup(seed: int = 0, threads: int | None = 1, device: str | None = None) -> torch.device:
-    """Seed, set CPU threads, and return the device to use."""
+    """Seed, set CPU threads, let figures display in notebooks; return the device to use."""
     seed_everything(seed)
     set_threads(threads)
+    show_figures_in_notebooks()
     return get_device(device)

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .masks import causal_mask
+
 __all__ = ["masked_softmax", "attend", "scaled_dot_product_attention"]
 
 
@@ -97,7 +99,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal:
-        from .masks import causal_mask
         causal = causal_mask(L, S, device=query.device)  # (L, S)
         attn_mask = causal if attn_mask is None else _intersect(attn_mask, causal)
     if not fused:

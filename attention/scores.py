@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 __all__ = [
     "Score", "DotScore", "ScaledDotScore", "GeneralScore", "AdditiveScore",
-    "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score",
+    "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score", "is_content_based",
 ]
 
 
@@ -38,6 +38,7 @@ class Score(nn.Module):
     """Base class: checks shapes once, then calls :meth:`score`."""
 
     same_dim = False  # True when the formula needs Eq == Ek (dot, scaled_dot, cosine)
+    content_based = True  # False when the score ignores the keys' content (location)
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         """Args: query ``(B, L, Eq)``, key ``(B, S, Ek)``. Returns scores ``(B, L, S)``."""
@@ -141,6 +142,8 @@ class LocationScore(Score):
     ``max_len`` cannot be scored, so longer sources are an error.
     """
 
+    content_based = False  # a_t depends on the query only: it cannot look *at* a window of keys
+
     def __init__(self, query_dim: int, max_len: int):
         super().__init__()
         self.max_len = max_len
@@ -237,3 +240,15 @@ def make_score(name: str | Score, *, query_dim: int | None = None, key_dim: int 
     if missing:
         raise ValueError(f"score {name!r} needs {', '.join(missing)}")
     return cls(**{arg: sizes[arg] for arg in needed}, **options)
+
+
+def is_content_based(name: str | Score) -> bool:
+    """Whether a score compares the query with each key's content (every score but ``location``).
+
+    Local attention (chapter 9) needs a content-based score: it scores the keys inside a window.
+    """
+    if isinstance(name, Score):
+        return type(name).content_based
+    if name not in SCORES:
+        raise ValueError(f"unknown score {name!r}; choose one of {sorted(SCORES)}")
+    return SCORES[name][0].content_based

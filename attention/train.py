@@ -1,22 +1,28 @@
-"""A small training loop for the translation chapters.
+"""One small training loop for every model of the book.
 
-Teacher forcing with cross-entropy, Adam, gradient clipping, validation each
-epoch, early stopping on the validation loss, a wall-clock budget, and
-checkpoints saved with ``torch.save`` / loaded with ``weights_only=True``.
-Uses whatever device the model and batches are on (the GPU on Colab).
+Adam, gradient clipping, validation each epoch, early stopping on the validation loss, a
+wall-clock budget, and the best epoch's weights kept. What is minimised is an argument: a
+``loss(model, batch) -> (mean loss, n)`` function, where ``n`` counts what the mean is over
+(target tokens for translation, examples for classification), so validation averages over
+all of them. Each task of :mod:`attention.tasks` brings its own. Uses whatever device the
+model and batches are on (the GPU on Colab).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
-import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
+from tqdm.auto import tqdm
 
-__all__ = ["TrainConfig", "History", "train", "evaluate_loss", "save_checkpoint", "load_checkpoint"]
+from .checkpoints import save_checkpoint
+
+__all__ = ["TrainConfig", "History", "LossFn", "train", "evaluate_loss"]
+
+#: ``loss(model, batch) -> (mean loss over n items, n)``
+LossFn = Callable[[nn.Module, object], tuple[Tensor, int]]
 
 
 @dataclass
@@ -26,7 +32,6 @@ class TrainConfig:
     lr: float = 3e-3  # Adam learning rate
     clip: float = 1.0  # max gradient norm (Pascanu et al. 2013)
     patience: int = 3  # epochs without a better validation loss before stopping
-    label_smoothing: float = 0.0  # on the cross-entropy
     checkpoint: str | None = None  # where to save the best model (None: keep it in memory only)
     progress: bool = True  # tqdm progress bar per epoch
 
@@ -39,36 +44,33 @@ class History:
     stopped: str = ""  # why training ended
 
 
-def sequence_loss(model: nn.Module, batch, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Mean cross-entropy over the real (non-padding) target tokens."""
-    out = model(batch.src, batch.src_lengths, batch.tgt_in)
-    logits = out.logits  # (B, T, V)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
-                           ignore_index=model.cfg.pad_id, label_smoothing=label_smoothing)
-
-
 @torch.no_grad()
-def evaluate_loss(model: nn.Module, batches: Iterable) -> float:
-    """Token-averaged validation cross-entropy."""
+def evaluate_loss(model: nn.Module, batches: Iterable, loss: LossFn) -> float:
+    """The validation loss averaged over every item (token, example) of ``batches``."""
     model.eval()
     total, count = 0.0, 0
     for batch in batches:
-        n = int((batch.tgt_out != model.cfg.pad_id).sum())
-        total += sequence_loss(model, batch).item() * n
+        value, n = loss(model, batch)
+        total += value.item() * n
         count += n
     return total / max(count, 1)
 
 
 def train(model: nn.Module, train_batches: Callable[[int], Iterable],
-          valid_batches: Callable[[], Iterable], cfg: TrainConfig = TrainConfig()) -> History:
+          valid_batches: Callable[[], Iterable], loss: LossFn,
+          cfg: TrainConfig | None = None,
+          on_epoch: Callable[[dict, nn.Module], None] | None = None) -> History:
     """Train ``model`` and leave it holding the weights of its best validation epoch.
 
     Args:
         train_batches: ``epoch -> iterable of batches`` (reshuffled per epoch).
         valid_batches: ``() -> iterable of batches``.
+        loss: ``(model, batch) -> (mean loss, n)``, e.g. a task's ``loss``.
+        cfg: the recipe (default: ``TrainConfig()``).
+        on_epoch: called after each epoch with that epoch's record and the model (to plot a
+            curve or compute a metric); add keys to the record to keep them in the history.
     """
-    from tqdm.auto import tqdm
-
+    cfg = TrainConfig() if cfg is None else cfg
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     history = History()
     best_loss, best_state, bad_epochs = float("inf"), None, 0
@@ -78,16 +80,18 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
         total, steps = 0.0, 0
         for batch in tqdm(train_batches(epoch), desc=f"epoch {epoch}", leave=False,
                           disable=not cfg.progress):
-            loss = sequence_loss(model, batch, cfg.label_smoothing)
+            value, _ = loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            value.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             optimizer.step()
-            total, steps = total + loss.item(), steps + 1
-        valid = evaluate_loss(model, valid_batches())
+            total, steps = total + value.item(), steps + 1
+        valid = evaluate_loss(model, valid_batches(), loss)
         elapsed = time.perf_counter() - start
-        history.epochs.append({"epoch": epoch, "train_loss": total / max(steps, 1),
-                               "valid_loss": valid, "seconds": elapsed})
+        record = {"epoch": epoch, "train_loss": total / max(steps, 1), "valid_loss": valid, "seconds": elapsed}
+        if on_epoch is not None:
+            on_epoch(record, model)
+        history.epochs.append(record)
         if valid < best_loss:
             best_loss, bad_epochs, history.best_epoch = valid, 0, epoch
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -109,21 +113,3 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
     if best_state is not None:
         model.load_state_dict(best_state)
     return history
-
-
-def save_checkpoint(path: str | Path, model: nn.Module, **extra) -> None:
-    """Save the config (a dataclass), the weights and any plain-data extras (e.g. vocabularies)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), "extra": extra}, path)
-
-
-def load_checkpoint(path: str | Path, model_cls, config_cls, map_location=None):
-    """Rebuild a model from :func:`save_checkpoint`; returns ``(model, extra)``.
-
-    Loads with ``weights_only=True``: only tensors and plain data are unpickled.
-    """
-    blob = torch.load(path, map_location=map_location, weights_only=True)
-    model = model_cls(config_cls(**blob["config"]))
-    model.load_state_dict(blob["state_dict"])
-    return model, blob["extra"]

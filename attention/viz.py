@@ -16,7 +16,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
-__all__ = ["heatmap", "highlight", "figure_to_png", "cjk_font", "score_weights_figure",
+from .functional import masked_softmax
+from .local import window_positions
+from .scores import make_score
+
+__all__ = ["show_figures_in_notebooks", "heatmap", "highlight", "figure_to_png", "cjk_font", "score_weights_figure",
            "scaling_figure", "SCORE_EXPLORER_CONTROLS", "bleu_by_length_figure", "alignment_figure",
            "decoding_step_figure", "local_window_figure", "LOCAL_EXPLORER_CONTROLS", "cost_figure"]
 
@@ -135,11 +139,12 @@ def figure_to_png(fig, dpi: int = 72) -> bytes:
     return buf.getvalue()
 
 
-def _show_figures_in_notebooks() -> None:
+def show_figures_in_notebooks() -> None:
     """Let a returned ``Figure`` display as a PNG in IPython/Jupyter/Colab.
 
     Our figures are made without pyplot (no global state), so no backend shows
     them; this registers the same formatter matplotlib's inline backend uses.
+    :func:`attention.setup` calls it; outside IPython it does nothing.
     """
     try:
         from IPython import get_ipython
@@ -151,8 +156,6 @@ def _show_figures_in_notebooks() -> None:
     from matplotlib.figure import Figure
     shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: figure_to_png(fig, dpi=100))
 
-
-_show_figures_in_notebooks()
 
 
 # --- Chapter 4: score functions ------------------------------------------------------------
@@ -174,9 +177,6 @@ def score_weights_figure(score: str = "scaled_dot", dim: int = 16, temperature: 
     too. The weights are ``softmax(score(q, k) / temperature)``.
     """
     from matplotlib.figure import Figure
-
-    from .functional import masked_softmax
-    from .scores import make_score
 
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(1, queries, dim, generator=g)  # (1, L, d)
@@ -296,9 +296,6 @@ def local_window_figure(D: int = 3, sigma_over_D: float = 0.5, p_t: float = 8.0,
     The raw scores are fixed random numbers (from ``seed``), as if from a ``dot`` score.
     """
     from matplotlib.figure import Figure
-
-    from .functional import masked_softmax
-    from .local import window_positions
 
     g = torch.Generator().manual_seed(seed)
     scores = torch.randn(S, generator=g)  # one query's raw scores e_s

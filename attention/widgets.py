@@ -1,6 +1,6 @@
 """Explorers: move a control, watch the attention figure change.
 
-One explorer, two paths (``STYLE.md`` §11, thin widgets around ``viz``):
+One explorer, two paths (``CONTRIBUTING.md``, "Adding an explorer": thin widgets around ``viz``):
 
 * **live** -- in Jupyter or Colab: controls plus an ``Image``; every change
   recomputes the figure in the kernel. Uses only widgets that exist in both
@@ -19,7 +19,13 @@ import inspect
 import os
 from typing import Any, Callable, Sequence
 
-from .viz import SCORE_EXPLORER_CONTROLS, figure_to_png, score_weights_figure
+import torch
+
+from .data import Vocab, make_dates
+from .models import Seq2Seq, Seq2SeqConfig
+from .tasks import TranslationData, decode_steps
+from .viz import (LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, decoding_step_figure, figure_to_png,
+                  local_window_figure, score_weights_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "EXPLORERS"]
 
@@ -152,9 +158,6 @@ def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12,
             demo model on the date task (to try the widget).
         pairs: the sentences offered (default: the first 6 test pairs).
     """
-    from .experiments import decode_steps
-    from .viz import decoding_step_figure
-
     if model is None:
         model, data = _demo_translator()
     pairs = list(pairs if pairs is not None else data.test[:6])
@@ -170,14 +173,9 @@ def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12,
 
 def _demo_translator():
     """A small untrained RNNsearch on a few generated dates: enough to drive the widget."""
-    from .data import Vocab, make_dates
-    from .experiments import TranslationData
-    from .models import Seq2Seq, Seq2SeqConfig
-
     pairs = make_dates(12, seed=0)
     src, tgt = Vocab.build([p.src for p in pairs]), Vocab.build([p.tgt for p in pairs])
     data = TranslationData("dates-demo", pairs, pairs, pairs, src, tgt)
-    import torch
     torch.manual_seed(0)
     return Seq2Seq(Seq2SeqConfig(len(src), len(tgt), embed_dim=16, hidden_dim=16)), data
 
@@ -185,7 +183,6 @@ def _demo_translator():
 def local_explorer(mode: str = "auto", **defaults) -> Explorer:
     """Chapter 9: window half-width D, σ (as a fraction of D) and p_t -> the Gaussian
     window, the raw alignment and the final weights (``viz.local_window_figure``)."""
-    from .viz import LOCAL_EXPLORER_CONTROLS, local_window_figure
     return explorer(local_window_figure, LOCAL_EXPLORER_CONTROLS, defaults, mode=mode)
 
 

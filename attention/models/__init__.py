@@ -1,6 +1,21 @@
-"""Models, one file per paper family (chapters 2-3: ``seq2seq``; chapter 9: ``luong``)."""
-from .luong import LuongConfig, LuongSeq2Seq
-from .seq2seq import Seq2Seq, Seq2SeqConfig, Seq2SeqOutput, Translation, reverse_padded
+"""Models, one file per paper family, all registered by name (:mod:`.registry`).
 
-__all__ = ["LuongConfig", "LuongSeq2Seq", "Seq2Seq", "Seq2SeqConfig", "Seq2SeqOutput", "Translation",
-           "reverse_padded"]
+* ``interface`` -- the typed results every model returns (``Encoded``, ``Step``, ``Translation``,
+  ``ClassifierOutput`` ...)
+* ``base``      -- :class:`SequenceModel`: encode once, step per token; decoding comes with it
+* ``decoding``  -- greedy and (batched) beam search for any ``SequenceModel``
+* ``registry``  -- ``@register_model(name)``, :func:`build`, :data:`MODELS`
+* ``seq2seq``   -- chapters 2-3: Cho/Sutskever encoder–decoder, Bahdanau's RNNsearch
+* ``luong``     -- chapter 9: global and local attention, input feeding
+"""
+from .base import SequenceModel
+from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
+                        select_rows)
+from .luong import LuongConfig, LuongSeq2Seq, LuongState
+from .registry import MODELS, build, model_name, register_model
+from .seq2seq import Encoder, RNNEncoderDecoder, Seq2Seq, Seq2SeqConfig, reverse_padded
+
+__all__ = ["ClassifierOutput", "Encoded", "Encoder", "EncoderMemory", "LuongConfig", "LuongSeq2Seq",
+           "LuongState", "MODELS", "RNNEncoderDecoder", "Seq2Seq", "Seq2SeqConfig", "SequenceModel",
+           "SequenceOutput", "Step", "Translation", "build", "model_name", "register_model",
+           "reverse_padded", "select_rows"]

@@ -14,7 +14,8 @@ Differences from Bahdanau's decoder (chapter 3), all in :meth:`LuongSeq2Seq.step
 * attention may be **global** (every source state) or **local** (``local-m`` / ``local-p``,
   see :mod:`attention.local`), with any score function of chapter 4 by name.
 
-The encoder, teacher forcing, greedy and beam search are :class:`Seq2Seq`'s.
+The encoder, the cell and the score are built by :class:`~attention.models.seq2seq.RNNEncoderDecoder`;
+teacher forcing, greedy and beam search come with every :class:`~attention.models.base.SequenceModel`.
 Chapter 9 (``book/09-global-local.md``) teaches this; the ablation compares the variants.
 """
 from __future__ import annotations
@@ -26,10 +27,12 @@ from torch import Tensor, nn
 
 from ..functional import attend
 from ..local import PredictivePosition, local_attention
-from ..scores import make_score
-from .seq2seq import Encoder, Seq2Seq, Seq2SeqConfig
+from ..scores import is_content_based
+from .interface import Encoded, EncoderMemory, Step
+from .registry import register_model
+from .seq2seq import RNNEncoderDecoder, Seq2SeqConfig
 
-__all__ = ["LuongConfig", "LuongSeq2Seq"]
+__all__ = ["LuongConfig", "LuongSeq2Seq", "LuongState"]
 
 
 @dataclass
@@ -40,60 +43,59 @@ class LuongConfig(Seq2SeqConfig):
     input_feeding: bool = True  # feed h̃_{t-1} with y_{t-1} (Luong §3.3)
 
 
-class LuongSeq2Seq(Seq2Seq):
+@dataclass
+class LuongState:
+    """The decoder state between two steps (batch first, so beams can reorder it)."""
+    rnn: object  # the cell's state: h_t (B, Hd), or (h_t, c_t) for an LSTM
+    feed: Tensor  # (B, Hd) h̃_{t-1}, fed back with the next input (zeros at the start)
+    t: Tensor  # (B,) long, the step number (local-m's p_t = t)
+
+
+@register_model("luong")
+class LuongSeq2Seq(RNNEncoderDecoder):
     """Encoder–decoder with Luong-style attention; see the module docstring."""
 
+    config_class = LuongConfig
+
     def __init__(self, cfg: LuongConfig):
-        nn.Module.__init__(self)
-        if cfg.cell not in ("gru", "lstm"):
-            raise ValueError(f"cell must be 'gru' or 'lstm', got {cfg.cell!r}")
         if cfg.local not in (None, "m", "p"):
             raise ValueError(f"local must be None, 'm' or 'p', got {cfg.local!r}")
-        if cfg.local and cfg.attention in (None, "location"):
+        if cfg.local and (cfg.attention is None or not is_content_based(cfg.attention)):
             raise ValueError(f"local attention needs a content-based score, got attention={cfg.attention!r} "
                              "(the location score predicts absolute positions; use it globally)")
-        self.cfg = cfg
-        H = cfg.hidden_dim
-        He = H * (2 if cfg.bidirectional else 1)
-        Hd = He
-        self.encoder = Encoder(cfg)
-        self.tgt_embed = nn.Embedding(cfg.tgt_vocab, cfg.embed_dim, padding_idx=cfg.pad_id)
-        self.init_state = nn.Linear(He, Hd)
-        feed = Hd if cfg.input_feeding else 0
-        cell = nn.GRUCell if cfg.cell == "gru" else nn.LSTMCell
-        self.cell = cell(cfg.embed_dim + feed, Hd)  # input: [y_{t-1}; h̃_{t-1}]
-        self.score = None if cfg.attention is None else make_score(
-            cfg.attention, query_dim=Hd, key_dim=He, hidden_dim=cfg.attention_dim or H,
-            max_len=cfg.max_src_len)
+        super().__init__(cfg)
+        H, He, Hd = cfg.hidden_dim, self.encoder_dim, self.decoder_dim
         self.position = PredictivePosition(Hd, cfg.attention_dim or H) if cfg.local == "p" else None
         self.W_c = nn.Linear((He if self.score is not None else 0) + Hd, Hd, bias=False)  # Eq. 5
         self.output = nn.Linear(Hd, cfg.tgt_vocab)  # W_s, Eq. 6
-        self.dropout = nn.Dropout(cfg.dropout)
+        if cfg.tie_embeddings:
+            self.tie_output_to_embeddings(self.output)  # needs embed_dim == the decoder size
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> dict:
-        enc = super().encode(src, src_lengths)
-        memory, s0 = enc["memory"], enc["state"]
-        memory.pop("context", None)  # Luong's decoder has no fixed context vector
-        memory.pop("keys", None)
-        memory["lengths"] = src_lengths
+    def decoder_input_dim(self) -> int:
+        feed = self.decoder_dim if self.cfg.input_feeding else 0
+        return self.cfg.embed_dim + feed  # [y_{t-1}; h̃_{t-1}]
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """The source states (no fixed context vector: Luong's decoder always attends)."""
+        memory, _, s0 = self.read_source(src, src_lengths)
         h0 = s0[0] if isinstance(s0, tuple) else s0  # (B, Hd)
-        state = {"rnn": s0, "feed": torch.zeros_like(h0),  # h̃_0 = 0
-                 "t": torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device)}
-        return {"memory": memory, "state": state}
+        state = LuongState(rnn=s0, feed=torch.zeros_like(h0),  # h̃_0 = 0
+                           t=torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device))
+        return Encoded(memory, state)
 
-    def attend_to_source(self, h: Tensor, memory: dict, t: Tensor):
+    def attend_to_source(self, h: Tensor, memory: EncoderMemory, t: Tensor):
         """Global or local attention from ``h_t`` ``(B, Hd)``: context ``(B, He)``, weights ``(B, S)``."""
-        states, S = memory["states"], memory["states"].shape[1]
+        states, S = memory.states, memory.states.shape[1]
         query = h[:, None, :]  # (B, 1, Hd)
         if self.cfg.local is None:
-            context, weights = attend(self.score(query, states), states, memory["mask"][:, None, :])
+            context, weights = attend(self.score(query, states), states, memory.mask[:, None, :])
             return context[:, 0], weights[:, 0]
         if self.cfg.local == "m":
             centers = t[:, None].to(h.dtype)  # p_t = t  (B, 1)
         else:
-            centers = self.position(query, memory["lengths"])  # p_t = S·σ(v_pᵀ tanh(W_p h_t))  (B, 1)
+            centers = self.position(query, memory.lengths)  # p_t = S·σ(v_pᵀ tanh(W_p h_t))  (B, 1)
         context, w, positions = local_attention(self.score, query, states, states, centers,
-                                                memory["lengths"], self.cfg.window,
+                                                memory.lengths, self.cfg.window,
                                                 gaussian=self.cfg.local == "p")  # Eq. 10 is local-p's
         # spread the window's weights back onto the source positions, for plots and AER
         weights = h.new_zeros(h.shape[0], S + 2 * self.cfg.window + 1)
@@ -101,17 +103,17 @@ class LuongSeq2Seq(Seq2Seq):
         weights.scatter_add_(1, index, w[:, 0])
         return context[:, 0], weights[:, self.cfg.window:self.cfg.window + S]  # (B, He), (B, S)
 
-    def step(self, y_prev: Tensor, state: dict, memory: dict):
+    def step(self, y_prev: Tensor, state: LuongState, memory: EncoderMemory) -> Step:
         """``y_{t-1}``, state -> logits ``(B, V)``, new state, weights ``(B, S)`` or None."""
         y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
-        x = torch.cat([y, state["feed"]], dim=-1) if self.cfg.input_feeding else y
-        rnn = self.cell(x, state["rnn"])
+        x = torch.cat([y, state.feed], dim=-1) if self.cfg.input_feeding else y
+        rnn = self.cell(x, state.rnn)
         h = rnn[0] if isinstance(rnn, tuple) else rnn  # h_t (B, Hd)
         if self.score is None:
             weights = None
             h_tilde = torch.tanh(self.W_c(h))
         else:
-            context, weights = self.attend_to_source(h, memory, state["t"])
+            context, weights = self.attend_to_source(h, memory, state.t)
             h_tilde = torch.tanh(self.W_c(torch.cat([context, h], dim=-1)))  # h̃_t = tanh(W_c[c_t; h_t])
         logits = self.output(self.dropout(h_tilde))  # softmax(W_s h̃_t) before the softmax
-        return logits, {"rnn": rnn, "feed": h_tilde, "t": state["t"] + 1}, weights
+        return Step(logits, LuongState(rnn=rnn, feed=h_tilde, t=state.t + 1), weights)

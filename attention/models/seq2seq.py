@@ -18,8 +18,10 @@ One model class, :class:`Seq2Seq`, covers the three architectures of chapters 2�
   ``c_t = Σ_i α_{t,i} h_i`` and updates ``s_t = GRU([y_{t-1}; c_t], s_{t-1})``.
 
 Any score of :mod:`attention.scores` can be plugged in by name, which is how later
-chapters compare them on one budget. Decoding (greedy and beam search) is built on
-one method, :meth:`Seq2Seq.step`.
+chapters compare them on one budget. :class:`RNNEncoderDecoder` is what this model and
+Luong's (:mod:`attention.models.luong`) share: the encoder, the target embeddings, the
+first decoder state, the decoder cell and the score. Teacher forcing, greedy and beam
+search come from :class:`~attention.models.base.SequenceModel`, built on :meth:`Seq2Seq.step`.
 """
 from __future__ import annotations
 
@@ -32,8 +34,11 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..functional import attend
 from ..masks import lengths_to_mask
 from ..scores import make_score
+from .base import SequenceModel
+from .interface import Encoded, EncoderMemory, Step
+from .registry import register_model
 
-__all__ = ["Seq2SeqConfig", "Seq2Seq", "Seq2SeqOutput", "Translation", "reverse_padded"]
+__all__ = ["Seq2SeqConfig", "Seq2Seq", "RNNEncoderDecoder", "Encoder", "reverse_padded"]
 
 
 @dataclass
@@ -53,19 +58,6 @@ class Seq2SeqConfig:
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
-
-
-@dataclass
-class Seq2SeqOutput:
-    logits: Tensor  # (B, T, V)
-    attention: Tensor | None  # (B, T, S) alignment matrix, None without attention
-
-
-@dataclass
-class Translation:
-    tokens: Tensor  # (B, T') ids, EOS included when emitted, padded with pad_id
-    attention: Tensor | None  # (B, T', S)
-    scores: Tensor | None = None  # (B,) total log-probability (beam search)
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -103,8 +95,15 @@ class Encoder(nn.Module):
         return states, final
 
 
-class Seq2Seq(nn.Module):
-    """Encoder–decoder with optional attention; see the module docstring."""
+class RNNEncoderDecoder(SequenceModel):
+    """What the RNN encoder–decoders of chapters 2, 3 and 9 share.
+
+    Builds, in this order (the order fixes the random initial weights of a seed): the
+    encoder, the target embeddings, ``init_state`` (``s_0 = tanh(W_s h_final)``), the decoder
+    cell, whose input size a subclass gives with :meth:`decoder_input_dim`, and the score
+    (``None`` without attention). A subclass then adds its output layers and writes
+    ``encode`` (with :meth:`read_source`) and ``step``.
+    """
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -112,26 +111,31 @@ class Seq2Seq(nn.Module):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cfg.cell!r}")
         self.cfg = cfg
         H = cfg.hidden_dim
-        He = H * (2 if cfg.bidirectional else 1)
-        Hd = He  # the decoder is as wide as the encoder's summary
+        self.encoder_dim = He = H * (2 if cfg.bidirectional else 1)
+        self.decoder_dim = Hd = He  # the decoder is as wide as the encoder's summary
         self.encoder = Encoder(cfg)
         self.tgt_embed = nn.Embedding(cfg.tgt_vocab, cfg.embed_dim, padding_idx=cfg.pad_id)
         self.init_state = nn.Linear(He, Hd)  # s_0 = tanh(W_s h_final)
         cell = nn.GRUCell if cfg.cell == "gru" else nn.LSTMCell
-        self.cell = cell(cfg.embed_dim + He, Hd)  # input: [y_{t-1}; c_t]
+        self.cell = cell(self.decoder_input_dim(), Hd)
         self.score = None if cfg.attention is None else make_score(
             cfg.attention, query_dim=Hd, key_dim=He, hidden_dim=cfg.attention_dim or H,
             max_len=cfg.max_src_len)
-        # deep output: o_t = W_o tanh(L [s_t; c_t; y_{t-1}])  (Bahdanau App. A.2.2, without maxout)
-        self.pre_output = nn.Linear(Hd + He + cfg.embed_dim, cfg.embed_dim)
-        self.output = nn.Linear(cfg.embed_dim, cfg.tgt_vocab)
-        if cfg.tie_embeddings:
-            self.output.weight = self.tgt_embed.weight  # (V, E), one matrix to learn
         self.dropout = nn.Dropout(cfg.dropout)
 
-    # --- encoding ------------------------------------------------------------------------
-    def encode(self, src: Tensor, src_lengths: Tensor) -> dict:
-        """Everything the decoder reads at each step, batch first (so beams can index it)."""
+    def decoder_input_dim(self) -> int:  # pragma: no cover - abstract
+        """Size of the decoder cell's input at each step."""
+        raise NotImplementedError
+
+    def tie_output_to_embeddings(self, output: nn.Linear) -> None:
+        """Share ``output``'s ``(V, E)`` weight with the target embeddings (Press & Wolf 2017)."""
+        if output.weight.shape != self.tgt_embed.weight.shape:
+            raise ValueError(f"tie_embeddings needs the output layer's weight {tuple(output.weight.shape)} "
+                             f"to match the target embeddings {tuple(self.tgt_embed.weight.shape)}")
+        output.weight = self.tgt_embed.weight
+
+    def read_source(self, src: Tensor, src_lengths: Tensor) -> tuple[EncoderMemory, Tensor, object]:
+        """Run the encoder: memory (states, mask, lengths), its summary ``(B, He)`` and ``s_0``."""
         if src.dim() != 2 or src_lengths.shape != src.shape[:1]:
             raise ValueError(f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
                              f"src_lengths {tuple(src_lengths.shape)}")
@@ -139,139 +143,56 @@ class Seq2Seq(nn.Module):
             src = reverse_padded(src, src_lengths)
         states, final = self.encoder(src, src_lengths)  # (B, S, He)
         summary = final[0] if isinstance(final, tuple) else final  # (B, He)
-        memory = {"states": states, "mask": lengths_to_mask(src_lengths, src.shape[1])}  # mask (B, S)
-        if self.score is None:
-            memory["context"] = summary  # the fixed-length vector c: the bottleneck
-        elif hasattr(self.score, "project_keys"):
-            memory["keys"] = self.score.project_keys(states)  # U_a h_i, once per sentence (B, S, A)
+        memory = EncoderMemory(states, lengths_to_mask(src_lengths, src.shape[1]), src_lengths)  # mask (B, S)
         s0 = torch.tanh(self.init_state(summary))  # (B, Hd)
         state = (s0, torch.zeros_like(s0)) if self.cfg.cell == "lstm" else s0
-        return {"memory": memory, "state": state}
+        return memory, summary, state
+
+
+@register_model("seq2seq")
+class Seq2Seq(RNNEncoderDecoder):
+    """Encoder–decoder with optional attention; see the module docstring."""
+
+    config_class = Seq2SeqConfig
+
+    def __init__(self, cfg: Seq2SeqConfig):
+        super().__init__(cfg)
+        He, Hd = self.encoder_dim, self.decoder_dim
+        # deep output: o_t = W_o tanh(L [s_t; c_t; y_{t-1}])  (Bahdanau App. A.2.2, without maxout)
+        self.pre_output = nn.Linear(Hd + He + cfg.embed_dim, cfg.embed_dim)
+        self.output = nn.Linear(cfg.embed_dim, cfg.tgt_vocab)
+        if cfg.tie_embeddings:
+            self.tie_output_to_embeddings(self.output)  # (V, E), one matrix to learn
+
+    def decoder_input_dim(self) -> int:
+        return self.cfg.embed_dim + self.encoder_dim  # [y_{t-1}; c_t]
+
+    # --- encoding ------------------------------------------------------------------------
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """Everything the decoder reads at each step, batch first (so beams can index it)."""
+        memory, summary, state = self.read_source(src, src_lengths)
+        if self.score is None:
+            memory.context = summary  # the fixed-length vector c: the bottleneck
+        elif hasattr(self.score, "project_keys"):
+            memory.keys = self.score.project_keys(memory.states)  # U_a h_i, once per sentence (B, S, A)
+        return Encoded(memory, state)
 
     # --- one decoder step ------------------------------------------------------------------
-    def step(self, y_prev: Tensor, state, memory: dict):
+    def step(self, y_prev: Tensor, state, memory: EncoderMemory) -> Step:
         """``y_{t-1}`` ``(B,)``, ``s_{t-1}`` -> logits ``(B, V)``, ``s_t``, weights ``(B, S)`` or None."""
         s_prev = state[0] if isinstance(state, tuple) else state  # (B, Hd)
         if self.score is None:
-            context, weights = memory["context"], None  # the same c at every step
+            context, weights = memory.context, None  # the same c at every step
         else:
             query = s_prev[:, None, :]  # (B, 1, Hd)
-            if "keys" in memory:
-                scores = self.score.score_projected(query, memory["keys"])  # (B, 1, S)
+            if memory.keys is not None:
+                scores = self.score.score_projected(query, memory.keys)  # (B, 1, S)
             else:
-                scores = self.score(query, memory["states"])  # (B, 1, S)
-            context, weights = attend(scores, memory["states"], memory["mask"][:, None, :])
+                scores = self.score(query, memory.states)  # (B, 1, S)
+            context, weights = attend(scores, memory.states, memory.mask[:, None, :])
             context, weights = context[:, 0], weights[:, 0]  # (B, He), (B, S)
         y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
         state = self.cell(torch.cat([y, context], dim=-1), state)
         s = state[0] if isinstance(state, tuple) else state  # (B, Hd)
         hidden = torch.tanh(self.pre_output(torch.cat([s, context, y], dim=-1)))  # (B, E)
-        return self.output(self.dropout(hidden)), state, weights
-
-    # --- training: teacher forcing -----------------------------------------------------------
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
-                return_attention: bool = False) -> Seq2SeqOutput:
-        """Teacher forcing: ``tgt_in`` ``(B, T)`` = ``<bos> y_1 … y_{T-1}``; logits ``(B, T, V)``."""
-        enc = self.encode(src, src_lengths)
-        state, memory = enc["state"], enc["memory"]
-        logits, maps = [], []
-        for t in range(tgt_in.shape[1]):
-            step_logits, state, weights = self.step(tgt_in[:, t], state, memory)
-            logits.append(step_logits)
-            maps.append(weights)
-        attention = torch.stack(maps, 1) if return_attention and self.score is not None else None
-        return Seq2SeqOutput(torch.stack(logits, 1), attention)  # (B, T, V), (B, T, S)
-
-    # --- decoding ---------------------------------------------------------------------------
-    @torch.no_grad()
-    def greedy(self, src: Tensor, src_lengths: Tensor, max_len: int = 50) -> Translation:
-        """Emit the most probable token at each step until EOS (or ``max_len`` tokens)."""
-        enc = self.encode(src, src_lengths)
-        state, memory = enc["state"], enc["memory"]
-        B = src.shape[0]
-        y = torch.full((B,), self.cfg.bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        tokens, maps = [], []
-        for _ in range(max_len):
-            logits, state, weights = self.step(y, state, memory)
-            y = logits.argmax(-1).masked_fill(done, self.cfg.pad_id)  # (B,)
-            tokens.append(y)
-            maps.append(weights)
-            done = done | (y == self.cfg.eos_id)
-            if done.all():
-                break
-        attention = None if self.score is None else torch.stack(maps, 1)  # (B, T', S)
-        return Translation(torch.stack(tokens, 1), attention)
-
-    @torch.no_grad()
-    def beam_search(self, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50,
-                    length_penalty: float = 0.0) -> Translation:
-        """Keep the ``beam_size`` best partial translations; sentence by sentence.
-
-        Hypotheses are ranked by total log-probability divided by ``len**length_penalty``
-        (0 = none). ``beam_size=1`` is greedy decoding.
-        """
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-        results = [self._beam_one(src[b:b + 1, :int(src_lengths[b])], src_lengths[b:b + 1],
-                                  beam_size, max_len, length_penalty) for b in range(src.shape[0])]
-        T = max(len(toks) for toks, _, _ in results)
-        S = src.shape[1]
-        tokens = src.new_full((src.shape[0], T), self.cfg.pad_id)
-        attention = None if self.score is None else src.new_zeros((src.shape[0], T, S), dtype=torch.float)
-        scores = torch.tensor([score for _, _, score in results], device=src.device)
-        for b, (toks, maps, _) in enumerate(results):
-            tokens[b, :len(toks)] = torch.tensor(toks, device=src.device)
-            if attention is not None and maps:
-                attention[b, :len(toks), :maps[0].shape[-1]] = torch.stack(maps)
-        return Translation(tokens, attention, scores)
-
-    def _beam_one(self, src, src_lengths, K, max_len, length_penalty):
-        enc = self.encode(src, src_lengths)
-        state, memory = enc["state"], enc["memory"]
-        device = src.device
-        alive_tokens: list[list[int]] = [[]]
-        alive_maps: list[list[Tensor]] = [[]]
-        alive_scores = torch.zeros(1, device=device)  # (n,) log-probabilities
-        finished: list[tuple[float, list[int], list[Tensor]]] = []
-
-        def rank(score: float, length: int) -> float:
-            return score / (length ** length_penalty) if length_penalty else score
-
-        y = torch.full((1,), self.cfg.bos_id, dtype=torch.long, device=device)
-        for t in range(max_len):
-            n = y.shape[0]
-            mem = {k: v.expand(n, *v.shape[1:]) for k, v in memory.items()}
-            logits, state, weights = self.step(y, state, mem)
-            logp = torch.log_softmax(logits, -1) + alive_scores[:, None]  # (n, V)
-            top, flat = logp.view(-1).topk(min(K, logp.numel()))  # best K continuations
-            origin, token = flat // logp.shape[1], flat % logp.shape[1]
-            keep = []
-            for score, o, tok in zip(top.tolist(), origin.tolist(), token.tolist()):
-                toks = alive_tokens[o] + [tok]
-                maps = alive_maps[o] + ([weights[o]] if weights is not None else [])
-                if tok == self.cfg.eos_id or t == max_len - 1:
-                    finished.append((rank(score, len(toks)), toks, maps))
-                else:
-                    keep.append((score, o, tok, toks, maps))
-            best_finished = max((f[0] for f in finished), default=float("-inf"))
-            # With no length penalty, scores only fall: stop once nothing alive can win.
-            if not keep or len(finished) >= K or (
-                    not length_penalty and best_finished >= max(k[0] for k in keep)):
-                break
-            idx = torch.tensor([k[1] for k in keep], device=device)
-            state = _index_state(state, idx)
-            y = torch.tensor([k[2] for k in keep], device=device)
-            alive_scores = torch.tensor([k[0] for k in keep], device=device)
-            alive_tokens, alive_maps = [k[3] for k in keep], [k[4] for k in keep]
-        score, toks, maps = max(finished, key=lambda f: f[0])
-        return toks, maps, score
-
-
-def _index_state(state, idx: Tensor):
-    """Pick beams ``idx`` from a decoder state: a tensor, or a tuple/dict of them."""
-    if isinstance(state, tuple):
-        return tuple(_index_state(s, idx) for s in state)
-    if isinstance(state, dict):
-        return {k: _index_state(v, idx) for k, v in state.items()}
-    return state[idx]
+        return Step(self.output(self.dropout(hidden)), state, weights)

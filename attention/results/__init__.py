@@ -1,0 +1,165 @@
+"""The results registry: every recorded run of the book, one schema, one way in and out.
+
+Runs too long for a notebook (``python -m attention <command>``) are written here with
+:func:`record_result` and read by the chapters with :func:`load_result`, never typed into a
+page. A record is one JSON file ``attention/results/<name>.json`` (shipped with the package,
+so Colab has it too) with these keys:
+
+============ ==================================================================
+schema       1
+name         the file's stem, e.g. ``"hsk-convergence"``
+command      the command that reproduces it, e.g. ``"python -m attention convergence"``
+recipe       everything that decides the numbers besides the code (epochs, lr, budget ...)
+seeds        the seeds run, e.g. ``[0, 1, 2]``
+versions     package versions (attention, torch, python, ...)
+machine      device, threads, processor
+wall_seconds how long the whole run took (``null`` only where it was not measured)
+created      ISO date of the run (``null`` where unknown)
+metrics      the numbers, as the command lays them out
+notes        optional: anything a reader of the record must know
+============ ==================================================================
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy
+import torch
+
+from .. import __version__
+
+__all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
+           "validate_result", "environment"]
+
+RESULTS_DIR = Path(__file__).parent
+SCHEMA_VERSION = 1
+#: key -> (allowed types, required)
+KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "schema": ((int,), True),
+    "name": ((str,), True),
+    "command": ((str,), True),
+    "recipe": ((dict,), True),
+    "seeds": ((list,), True),
+    "versions": ((dict,), True),
+    "machine": ((dict,), True),
+    "wall_seconds": ((int, float, type(None)), True),
+    "created": ((str, type(None)), True),
+    "metrics": ((dict,), True),
+    "notes": ((str,), False),
+}
+
+
+def _non_finite(value: Any, where: str = "") -> list[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return [where or "value"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _non_finite(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, f"{where}[{i}]")]
+    return []
+
+
+def validate_result(record: Any, name: str | None = None) -> None:
+    """Raise ``ValueError`` listing every way ``record`` departs from the schema."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a result record is a JSON object, got {type(record).__name__}")
+    problems = []
+    for key, (types, required) in KEYS.items():
+        if key not in record:
+            if required:
+                problems.append(f"missing key {key!r}")
+        elif not isinstance(record[key], types) or isinstance(record[key], bool):
+            problems.append(f"{key!r} is a {type(record[key]).__name__}, expected "
+                            f"{' or '.join(t.__name__ for t in types)}")
+    problems += [f"unknown key {k!r}" for k in record if k not in KEYS]
+    if problems:
+        raise ValueError(f"result {name or record.get('name')!r} does not follow the schema: " + "; ".join(problems))
+    if record["schema"] != SCHEMA_VERSION:
+        problems.append(f"schema is {record['schema']}, expected {SCHEMA_VERSION}")
+    if name is not None and record["name"] != name:
+        problems.append(f"name is {record['name']!r} but the file is {name}.json")
+    if not record["command"].startswith("python -m attention "):
+        problems.append(f"command {record['command']!r} is not a 'python -m attention ...' command")
+    if not record["seeds"] or not all(isinstance(s, int) and not isinstance(s, bool) for s in record["seeds"]):
+        problems.append(f"seeds must be a non-empty list of integers, got {record['seeds']!r}")
+    missing = {"attention", "torch", "python"} - set(record["versions"])
+    if missing:
+        problems.append(f"versions lacks {sorted(missing)}")
+    missing = {"device", "threads"} - set(record["machine"])
+    if missing:
+        problems.append(f"machine lacks {sorted(missing)}")
+    if record["wall_seconds"] is not None and record["wall_seconds"] < 0:
+        problems.append(f"wall_seconds is negative: {record['wall_seconds']}")
+    if record["created"] is not None:
+        try:
+            datetime.date.fromisoformat(record["created"])
+        except ValueError:
+            problems.append(f"created {record['created']!r} is not an ISO date (YYYY-MM-DD)")
+    if not record["metrics"]:
+        problems.append("metrics is empty")
+    problems += [f"{p} is not a finite number" for p in _non_finite(record)]
+    if problems:
+        raise ValueError(f"result {record['name']!r} does not follow the schema: " + "; ".join(problems))
+
+
+def environment(device: torch.device | str = "cpu") -> tuple[dict, dict]:
+    """``(versions, machine)`` of this process, as a record stores them."""
+    versions = {"attention": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
+                "python": platform.python_version()}
+    try:
+        import sacrebleu  # optional: only the translation runs need it
+        versions["sacrebleu"] = sacrebleu.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    device = torch.device(device)
+    machine = {"device": device.type, "threads": torch.get_num_threads(),
+               "processor": platform.processor() or platform.machine()}
+    if device.type == "cuda":
+        machine["gpu"] = torch.cuda.get_device_name(device)
+    return versions, machine
+
+
+def record_result(name: str, *, command: str, recipe: dict, seeds: list[int], metrics: dict,
+                  wall_seconds: float | None, device: torch.device | str = "cpu",
+                  notes: str | None = None, directory: str | Path | None = None, write: bool = True) -> dict:
+    """Validate and write ``<directory>/<name>.json`` (default: the package's results folder);
+    ``write=False`` only builds and validates the record."""
+    versions, machine = environment(device)
+    record = {"schema": SCHEMA_VERSION, "name": name, "command": command, "recipe": recipe,
+              "seeds": list(seeds), "versions": versions, "machine": machine,
+              "wall_seconds": None if wall_seconds is None else round(wall_seconds, 1),
+              "created": datetime.date.today().isoformat(), "metrics": metrics}
+    if notes:
+        record["notes"] = notes
+    record = json.loads(json.dumps(record))  # exactly what a reader will load (tuples -> lists ...)
+    validate_result(record, name)
+    if not write:
+        return record
+    path = Path(directory or RESULTS_DIR) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return record
+
+
+def load_result(name: str, directory: str | Path | None = None) -> dict:
+    """The record ``name`` (e.g. ``"hsk-convergence"``), checked against the schema."""
+    path = Path(directory or RESULTS_DIR) / f"{name}.json"
+    if not path.exists():
+        known = ", ".join(list_results(directory)) or "none"
+        raise FileNotFoundError(f"no recorded result {path} (recorded: {known}); "
+                                "`python -m attention --help` lists the commands that record them")
+    record = json.loads(path.read_text())
+    validate_result(record, name)
+    return record
+
+
+def list_results(directory: str | Path | None = None) -> list[str]:
+    """Names of the records in ``directory`` (default: the package's results folder)."""
+    return sorted(p.stem for p in Path(directory or RESULTS_DIR).glob("*.json"))

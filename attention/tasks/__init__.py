@@ -1,0 +1,17 @@
+"""Tasks: a dataset with its splits, how it is batched, what is minimised and what is reported.
+
+* ``base``           -- :class:`Task`, the interface :func:`attention.experiments.fit` trains on
+* ``translation``    -- :class:`TranslationData` (HSK zh->en, the date task): BLEU, alignments, AER
+* ``classification`` -- :class:`ClassificationData`: labelled token sequences, accuracy
+
+A new task (question answering, captioning) subclasses :class:`Task` in a file of its own here;
+``CONTRIBUTING.md`` ("Adding a task") says what each method must do.
+"""
+from .base import Task, fingerprint_tokens
+from .classification import ClassificationBatch, ClassificationData, Example
+from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
+                          decode_steps, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
+
+__all__ = ["ClassificationBatch", "ClassificationData", "Example", "Task", "Translated", "TranslationData",
+           "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "fingerprint_tokens",
+           "forced_attention", "hsk_data", "join_pairs", "sequence_loss", "translate"]
