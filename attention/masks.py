@@ -2,7 +2,7 @@
 
 Shape legend: B batch, H heads, L query length, S key/source length.
 
-Two conventions live in this project, one per level (``STYLE.md`` §3):
+Two conventions live in this project, one per level (``CONTRIBUTING.md``, "Package conventions"):
 
 * **Functional core** (``attention.functional``) follows
   :func:`torch.nn.functional.scaled_dot_product_attention`: a *keep* mask,

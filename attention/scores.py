@@ -4,7 +4,7 @@ Shape legend: B batch, L query length, S key length, Eq query dim, Ek key dim,
 A hidden ("attention") dim of the additive/concat scores.
 
 Every score maps ``query (B, L, Eq)``, ``key (B, S, Ek)`` to ``scores (B, L, S)``
-(``STYLE.md`` §2) and is picked by name with :func:`make_score`:
+(``CONTRIBUTING.md``, "Package conventions") and is picked by name with :func:`make_score`:
 
 ========== ======================================= ==========================
 name       formula                                 paper

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from attention import experiments
+from attention import experiments, results
 from attention.ablation import BUDGETS, REFERENCE, VARIANTS, Variant, build_variant, count, match_budget, run_ablation
 
 
@@ -37,25 +37,28 @@ def test_match_budget_refuses_the_impossible(dates):
 
 def test_same_seed_same_results_and_the_record_says_how(tmp_path):
     variants = [Variant("general", None, True), Variant("dot", "p", False)]
-    a = run_ablation("test", seed=0, variants=variants, out=tmp_path / "a.json")
-    b = run_ablation("test", seed=0, variants=variants)
+    a = run_ablation("test", seed=0, variants=variants, directory=tmp_path)
+    b = run_ablation("test", seed=0, variants=variants)  # a partial run: returned, not written
+    assert not (results.RESULTS_DIR / "ablation-test.json").exists()
     strip = lambda rows: [{k: v for k, v in r.items() if "seconds" not in k} for r in rows]
-    assert strip(a["results"]) == strip(b["results"])
-    saved = json.loads((tmp_path / "a.json").read_text())
-    assert saved["seed"] == 0 and saved["budget"] == "test" and saved["recipe"] == BUDGETS["test"]
+    assert strip(a["metrics"]["results"]) == strip(b["metrics"]["results"])
+    saved = results.load_result("ablation-test", tmp_path)  # written through the registry, schema-checked
+    assert saved == json.loads(json.dumps(a))
+    assert saved["seeds"] == [0] and saved["recipe"] == BUDGETS["test"] | {"budget": "test"}
     assert {"torch", "attention", "sacrebleu", "python"} <= set(saved["versions"])
-    assert saved["wall_seconds"] > 0 and [r["variant"] for r in saved["results"]] == ["global-general+feed", "local-p-dot"]
+    assert saved["wall_seconds"] > 0
+    assert [r["variant"] for r in saved["metrics"]["results"]] == ["global-general+feed", "local-p-dot"]
     with pytest.raises(ValueError, match="unknown budget 'huge'"):
         run_ablation("huge")
 
 
 def test_recorded_ablation_is_complete_and_fair():
-    record = experiments.load_result("ablation-small")
-    rows = {r["variant"]: r for r in record["results"]}
+    record = results.load_result("ablation-small")
+    rows = {r["variant"]: r for r in record["metrics"]["results"]}
     assert set(rows) == {v.name for v in VARIANTS}
     ref = rows[REFERENCE.name]["parameters"]
     for name, r in rows.items():
         assert abs(r["parameters"] - ref) <= 0.10 * ref, name
         assert 0 <= r["bleu"] <= 100 and (r["aer_aligned"] is None) == (r["attention"] is None)
-    assert record["command"] == "python -m attention.experiments ablation --budget small"
-    assert record["recipe"] == BUDGETS["small"] and "torch" in record["versions"]
+    assert record["command"] == "python -m attention ablation --budget small"
+    assert record["recipe"] == BUDGETS["small"] | {"budget": "small"} and "torch" in record["versions"]

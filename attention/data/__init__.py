@@ -7,7 +7,7 @@
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
 
-Where each corpus comes from, its size and license: ``shared/DATA.md`` and
+Where each corpus comes from, its size and license: ``CONTRIBUTING.md`` ("Data") and
 :data:`attention.data.cache.SOURCES`. ``dates`` needs ``babel`` (imported when first used).
 """
 from .batching import Batch, batches, collate, split

