@@ -1,0 +1,238 @@
+"""CONTRIBUTING.md stays true: the code the book quotes exists and is listed, its sections exist.
+
+* every ``literalinclude`` of ``book/*.md`` names a file that exists and an object (``:pyobject:``,
+  ``Class.method`` resolved with ``ast``) or marker lines (``:start-at:`` ...) found in it;
+* CONTRIBUTING.md's table "Names the book quotes" lists exactly those quotes, with the pages
+  that quote them (no missing row, no stale row);
+* the sections that docstrings of the package cite (``CONTRIBUTING.md``, "Section") exist.
+"""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+PAGES = sorted(BOOK.glob("*.md"))
+
+SECTIONS = ["Package conventions", "Adding a model", "Adding a task", "Adding a chapter",
+            "Adding an explorer", "Names the book quotes", "Cached models", "Recorded results", "Data",
+            "Tests and CI"]
+TABLE_SECTION = "Names the book quotes"
+
+# A MyST directive fence: ```{literalinclude} path  or  :::{literalinclude} path (3+ marks).
+FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{literalinclude\}\s+(?P<path>\S+)\s*$")
+OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*?)\s*$")
+MARKERS = ("start-at", "start-after", "end-at", "end-before")
+# ``CONTRIBUTING.md``, "Section"  or  ``CONTRIBUTING.md`` ("Section")
+CITATION = re.compile(r'CONTRIBUTING\.md`*\s*(?:,|\()\s*"(?P<section>[^"]+)"')
+
+
+def _unquote(value: str) -> str:
+    """MyST reads directive options as YAML: a quoted value loses its quotes."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def literalincludes() -> list[dict]:
+    """Every literalinclude of the book: page, line, file (repository-relative), options."""
+    found = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            match = FENCE.match(line.strip())
+            if not match:
+                continue
+            options = {}
+            for option in lines[i + 1:]:
+                opt = OPTION.match(option.strip())
+                if not opt:
+                    break
+                options[opt["key"]] = _unquote(opt["value"])
+            raw = match["path"]
+            target = ROOT / raw.lstrip("/") if raw.startswith("/") else page.parent / raw
+            found.append({"page": page.relative_to(ROOT).as_posix(), "line": i + 1, "raw": raw,
+                          "path": target, "options": options})
+    return found
+
+
+def quote_key(include: dict) -> tuple[str, str]:
+    """``(file, object)``: the pair the table lists. The object is the ``:pyobject:``, or the
+    first marker (``:start-at:`` / ``:start-after:``) of a quote cut by markers."""
+    path = include["path"].resolve()
+    try:
+        file = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        file = str(path)
+    options = include["options"]
+    name = options.get("pyobject") or options.get("start-at") or options.get("start-after") or "(whole file)"
+    return file, name
+
+
+def find_pyobject(tree: ast.Module, dotted: str) -> ast.AST | None:
+    """The class or function ``dotted`` (``Class.method`` ...) defined in ``tree``, as Sphinx finds it."""
+    body = tree.body
+    node = None
+    for part in dotted.split("."):
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == part), None)
+        if node is None:
+            return None
+        body = getattr(node, "body", [])
+    return node
+
+
+def include_problem(include: dict) -> str | None:
+    """Why Sphinx could not build this literalinclude, or None."""
+    where = f"{include['page']}:{include['line']} ({include['raw']})"
+    path = include["path"]
+    if not path.is_file():
+        return f"{where}: no file {path}"
+    text = path.read_text(encoding="utf-8")
+    options = include["options"]
+    if "pyobject" in options:
+        if find_pyobject(ast.parse(text), options["pyobject"]) is None:
+            return f"{where}: no class or function {options['pyobject']!r} in {path.name}"
+    lines = text.splitlines()
+    start = 0
+    for key in ("start-at", "start-after"):
+        if key in options:
+            hits = [n for n, line in enumerate(lines) if options[key] in line]
+            if not hits:
+                return f"{where}: :{key}: {options[key]!r} matches no line of {path.name}"
+            start = hits[0]
+    for key in ("end-at", "end-before"):
+        if key in options and not any(options[key] in line for line in lines[start:]):
+            return f"{where}: :{key}: {options[key]!r} matches no line of {path.name} after the start"
+    if "lines" in options:
+        numbers = [int(n) for n in re.findall(r"\d+", options["lines"])]
+        if not numbers or max(numbers) > len(lines):
+            return f"{where}: :lines: {options['lines']} is outside {path.name} ({len(lines)} lines)"
+    return None
+
+
+def contributing() -> str:
+    assert CONTRIBUTING.is_file(), "CONTRIBUTING.md is missing"
+    return CONTRIBUTING.read_text(encoding="utf-8")
+
+
+def prose(text: str) -> str:
+    """``text`` with the lines of fenced code blocks blanked (a ``# comment`` there is no heading)."""
+    out, fence = [], None
+    for line in text.splitlines():
+        mark = re.match(r"\s*(`{3,}|~{3,})", line)
+        if fence is None and mark:
+            fence = mark.group(1)
+            out.append("")
+        elif fence is not None:
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            out.append("")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def headings(text: str) -> list[str]:
+    return [m.group(1).strip() for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", prose(text), re.M)]
+
+
+def section(text: str, title: str) -> str:
+    """The text of the section ``## title``, up to the next heading of the same or a higher level."""
+    text = prose(text)
+    match = re.search(rf"^(#+)\s+{re.escape(title)}\s*$", text, re.M)
+    assert match, f"CONTRIBUTING.md has no section {title!r}"
+    level = len(match.group(1))
+    end = re.compile(rf"^#{{1,{level}}}\s", re.M).search(text, match.end())
+    return text[match.end():end.start() if end else len(text)]
+
+
+def quote_table() -> dict[tuple[str, str], set[str]]:
+    """The table of "Names the book quotes": (file, object) -> the pages listed for it.
+
+    Each row is ``| `file` | `object` ... | pages |``; the first code span of a cell is its value
+    (a row for a quote cut by markers names the start marker first)."""
+    rows = {}
+    for line in section(contributing(), TABLE_SECTION).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.lstrip().startswith("|") or len(cells) < 3 or set(cells[0]) <= set("-: "):
+            continue
+        spans = [re.findall(r"`([^`]+)`", c) for c in cells[:2]]
+        if not spans[0] or not spans[1]:
+            continue  # the header row
+        pages = set(re.findall(r"book/[\w.-]+\.md", cells[2]))
+        key = (spans[0][0], spans[1][0])
+        assert key not in rows, f"the table lists {key} twice"
+        rows[key] = pages
+    return rows
+
+
+def quoted() -> dict[tuple[str, str], set[str]]:
+    """(file, object) -> the book pages that quote it."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for include in literalincludes():
+        out.setdefault(quote_key(include), set()).add(include["page"])
+    return out
+
+
+# --- the book's quotes -------------------------------------------------------------------------
+
+def test_the_book_quotes_code():
+    assert PAGES and literalincludes(), "no literalinclude found in book/*.md: has the directive syntax changed?"
+
+
+@pytest.mark.parametrize("include", literalincludes(), ids=lambda i: f"{i['page']}:{i['line']}")
+def test_every_quote_names_code_that_exists(include):
+    problem = include_problem(include)
+    assert problem is None, problem + " -- renaming quoted code breaks the book build (jupyter-book -W)"
+
+
+def test_every_quote_is_listed_in_contributing():
+    table = quote_table()
+    missing = sorted(set(quoted()) - set(table))
+    assert not missing, (f"add these rows to CONTRIBUTING.md, {TABLE_SECTION!r} "
+                         f"(| `file` | `object` | pages |): {missing}")
+
+
+def test_no_stale_rows_in_the_quote_table():
+    stale = sorted(set(quote_table()) - set(quoted()))
+    assert not stale, f"CONTRIBUTING.md, {TABLE_SECTION!r} lists quotes no book page makes: {stale}"
+
+
+def test_the_quote_table_names_the_pages_that_quote():
+    table, book = quote_table(), quoted()
+    wrong = {key: (sorted(table[key]), sorted(pages)) for key, pages in book.items()
+             if key in table and table[key] != pages}
+    assert not wrong, f"CONTRIBUTING.md, {TABLE_SECTION!r}: (listed pages, quoting pages) differ: {wrong}"
+
+
+# --- sections ----------------------------------------------------------------------------------
+
+def test_contributing_has_every_section():
+    present = headings(contributing())
+    missing = [s for s in SECTIONS if s not in present]
+    assert not missing, f"CONTRIBUTING.md lacks the sections {missing} (has {present})"
+
+
+def citations() -> list[tuple[str, str]]:
+    """(file, section) of every ``CONTRIBUTING.md, "Section"`` citation in the package."""
+    out = []
+    for path in sorted((ROOT / "attention").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        out += [(path.relative_to(ROOT).as_posix(), m["section"]) for m in CITATION.finditer(text)]
+    return out
+
+
+def test_the_citation_pattern_finds_the_packages_citations():
+    mentions = sum(p.read_text(encoding="utf-8").count("CONTRIBUTING.md")
+                   for p in (ROOT / "attention").rglob("*.py"))
+    assert mentions == 0 or citations(), "the package mentions CONTRIBUTING.md but no citation was parsed"
+
+
+def test_docstrings_cite_existing_sections():
+    present = set(headings(contributing()))
+    broken = [(path, name) for path, name in citations() if name not in present]
+    assert not broken, f"these cite sections CONTRIBUTING.md does not have: {broken}"
