@@ -4,7 +4,9 @@
 # requirements.txt and the package, fonts-noto-cjk (apt, when root or with sudo),
 # the pinned front-end assets (npm ci + scripts/vendor_assets.py), then runs
 #     jupyter-book build --all . -W --keep-going
-# which executes every notebook and fails on any warning or cell error.
+# which executes every notebook and fails on any warning or cell error. The executed
+# notebooks land in _build/jupyter_execute/notebooks/; scripts/test.sh compares their
+# checked outputs with the committed notebooks (tests/test_notebook_outputs.py).
 set -euo pipefail
 # shellcheck source=scripts/install.sh
 . "$(dirname "${BASH_SOURCE[0]}")/install.sh"

@@ -1,4 +1,4 @@
-"""Re-execute notebooks in place, so the outputs nbval compares are fresh.
+"""Re-execute notebooks in place, so the outputs the tests compare are fresh.
 
     python scripts/execute_notebooks.py                 # every notebook
     python scripts/execute_notebooks.py notebooks/04-scores.ipynb

@@ -1,8 +1,16 @@
-"""Shared fixtures: every test that builds a module runs on every available device."""
+"""Shared fixtures: every test that builds a module runs on every available device.
+
+Also the table of notebook execution times printed at the end of the run
+(filled by tests/test_notebook_outputs.py).
+"""
 import pytest
 import torch
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+# (notebook, seconds or None, source) rows, one per notebook whose outputs were compared.
+NOTEBOOK_TIMES = pytest.StashKey[list]()
+SLOW_NOTEBOOK_S = 120
 
 
 @pytest.fixture(params=DEVICES)
@@ -14,3 +22,25 @@ def device(request):
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def notebook_times(request):
+    """The list that tests/test_notebook_outputs.py appends its timing rows to."""
+    return request.config.stash.setdefault(NOTEBOOK_TIMES, [])
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    rows = config.stash.get(NOTEBOOK_TIMES, [])
+    if not rows:
+        return
+    tr = terminalreporter
+    tr.section("notebook execution times")
+    width = max(len(name) for name, _, _ in rows)
+    tr.write_line(f"{'notebook':<{width}}  {'seconds':>8}  source")
+    for name, seconds, source in sorted(rows):
+        shown = "?" if seconds is None else f"{seconds:.1f}"
+        slow = "  > 2 min" if seconds is not None and seconds > SLOW_NOTEBOOK_S else ""
+        tr.write_line(f"{name:<{width}}  {shown:>8}  {source}{slow}")
+    tr.write_line("site build: myst-nb's run time of the whole execution (kernel start included);"
+                  " executed by the test: first cell start -> last cell reply (nbclient's timestamps)")

@@ -1,4 +1,7 @@
-"""Notebook hygiene (STYLE.md §13): the things nbval itself cannot see."""
+"""Notebook hygiene (STYLE.md §13): the things the output comparison cannot see.
+
+The checked outputs themselves are compared in tests/test_notebook_outputs.py.
+"""
 import re
 from pathlib import Path
 
