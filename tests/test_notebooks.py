@@ -1,4 +1,4 @@
-"""Notebook hygiene (STYLE.md §13): the things the output comparison cannot see.
+"""Notebook hygiene (CONTRIBUTING.md, "Adding a chapter"): the things the output comparison cannot see.
 
 The checked outputs themselves are compared in tests/test_notebook_outputs.py.
 """
