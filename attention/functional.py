@@ -41,7 +41,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))
         elif mask.dtype.is_floating_point:
-            scores = scores + mask
+            scores = scores + mask.to(scores.dtype)  # never promote float16 scores
         else:
             raise ValueError(f"mask must be bool or float, got dtype {mask.dtype}")
     # A row whose every entry is -inf would give 0/0 = NaN. Replace such rows by

@@ -150,8 +150,26 @@ class MultiHeadAttention(nn.Module):
 
     @torch.no_grad()
     def load_torch_weights(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy weights from a ``nn.MultiheadAttention`` with the same sizes."""
+        """Copy weights from a ``nn.MultiheadAttention`` with the same sizes.
+
+        Refuses (``ValueError``) a module this layer cannot reproduce: other sizes, other
+        biases, ``add_bias_kv`` or ``add_zero_attn`` (extra key/value rows this layer does not have).
+        """
         E = self.embed_dim
+        problems = []
+        if mha.bias_k is not None or mha.bias_v is not None:
+            problems.append("add_bias_kv=True (learned extra key/value rows)")
+        if mha.add_zero_attn:
+            problems.append("add_zero_attn=True (an extra zero key/value row)")
+        theirs = (mha.embed_dim, mha.num_heads, mha.kdim, mha.vdim)
+        ours = (E, self.num_heads, self.k_proj.in_features, self.v_proj.in_features)
+        if theirs != ours:
+            problems.append(f"sizes (embed_dim, num_heads, kdim, vdim) = {theirs}, this layer has {ours}")
+        if (mha.in_proj_bias is not None) != (self.q_proj.bias is not None) or (
+                (mha.out_proj.bias is not None) != (self.out_proj.bias is not None)):
+            problems.append(f"bias={mha.in_proj_bias is not None}, this layer has bias={self.q_proj.bias is not None}")
+        if problems:
+            raise ValueError("cannot copy this nn.MultiheadAttention: " + "; ".join(problems))
         if mha._qkv_same_embed_dim:
             w_q, w_k, w_v = mha.in_proj_weight.split(E)
         else:

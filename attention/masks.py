@@ -50,10 +50,11 @@ def lengths_to_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
 
 
 def causal_mask(L: int, S: int | None = None, device=None) -> Tensor:
-    """Keep mask where query ``i`` may see keys ``j <= i`` (+ ``S - L`` offset).
+    """Keep mask where query ``i`` may see keys ``j <= i``.
 
-    Same alignment as ``F.scaled_dot_product_attention(is_causal=True)``:
-    the top-left corner, ``mask = ones(L, S).tril()``.
+    Same alignment as ``F.scaled_dot_product_attention(is_causal=True)``: the top-left
+    corner, ``mask = ones(L, S).tril()``, with no ``S - L`` offset (a decoder that caches
+    ``S - L`` earlier keys must shift the mask itself).
 
     Returns:
         ``(L, S)`` bool, True = may attend.
@@ -152,14 +153,17 @@ def _blocked_to_keep(mask: Tensor) -> Tensor:
 
 
 def _combine(a: Tensor, b: Tensor) -> Tensor:
-    """Intersect two keep masks; a float mask turns the result into a float mask."""
+    """Intersect two keep masks; a float mask turns the result into a float mask of its dtype
+    (a float16 mask stays float16, so it never promotes float16 scores to float32)."""
     if a.dtype == torch.bool and b.dtype == torch.bool:
         return a & b
-    return _as_additive(a) + _as_additive(b)
+    floats = [m.dtype for m in (a, b) if m.dtype != torch.bool]
+    dtype = floats[0] if len(floats) == 1 else torch.promote_types(*floats)
+    return _as_additive(a, dtype) + _as_additive(b, dtype)
 
 
-def _as_additive(mask: Tensor) -> Tensor:
+def _as_additive(mask: Tensor, dtype: torch.dtype) -> Tensor:
     if mask.dtype == torch.bool:
-        zeros = torch.zeros(mask.shape, device=mask.device)
+        zeros = torch.zeros(mask.shape, device=mask.device, dtype=dtype)
         return zeros.masked_fill(~mask, float("-inf"))
-    return mask
+    return mask.to(dtype)

@@ -72,26 +72,60 @@ def bleu_by_length(hypotheses: Sequence[str], references: Sequence[str], lengths
     return rows
 
 
+def _kind(links) -> str:
+    """``"sentence"`` (a collection of ``(j, i)`` pairs), ``"corpus"`` (a list/tuple of such
+    collections) or ``"empty"`` (no elements: either)."""
+    if isinstance(links, (set, frozenset)):
+        items, container = list(links), "set"
+    elif isinstance(links, (list, tuple)):
+        items, container = list(links), "list"
+    else:
+        raise ValueError(f"alignment links must be a set of (source, target) pairs or a list of such "
+                         f"sets (one per sentence), got {type(links).__name__}")
+    if not items:
+        return "empty"
+
+    def is_pair(x) -> bool:
+        return (isinstance(x, (tuple, list)) and len(x) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in x))
+
+    if all(is_pair(x) for x in items):
+        return "sentence"
+    if container == "list" and all(isinstance(x, (set, frozenset, list, tuple)) and all(is_pair(y) for y in x)
+                                   for x in items):
+        return "corpus"
+    bad = next(x for x in items if not is_pair(x))
+    raise ValueError(f"alignment links must be (source, target) integer pairs, or one collection of pairs "
+                     f"per sentence; found {bad!r}")
+
+
 def aer(predicted, sure, possible) -> float:
     """Alignment error rate (Och & Ney 2003, eq. 7): ``1 - (|A∩S| + |A∩P|) / (|A| + |S|)``.
 
     Args:
-        predicted: A, a set of links ``(j, i)``; or, for a whole corpus, a list of such sets.
+        predicted: A, one sentence's links -- a set (or list) of ``(j, i)`` integer pairs -- or,
+            for a whole corpus, a list of such collections, one per sentence.
         sure: S, in the same form.
         possible: P ⊇ S, in the same form.
 
     For a corpus the counts are summed over sentences before dividing. Returns 0.0 when both
-    A and S are empty.
+    A and S are empty. Mixing the two forms (a corpus of predictions scored against one
+    sentence's gold links) is an error.
     """
-    if isinstance(predicted, (list, tuple)):  # a corpus: one set per sentence
+    kinds = {_kind(x) for x in (predicted, sure, possible)} - {"empty"}
+    if len(kinds) > 1:
+        raise ValueError("predicted, sure and possible mix one sentence's links (pairs) with a corpus "
+                         "(one collection of pairs per sentence); give all three in the same form")
+    if kinds == {"corpus"}:
         if not len(predicted) == len(sure) == len(possible):
-            raise ValueError("predicted, sure and possible must list the same sentences")
+            raise ValueError(f"predicted, sure and possible must list the same sentences; got "
+                             f"{len(predicted)}, {len(sure)} and {len(possible)} sentences")
         triples = list(zip(predicted, sure, possible))
     else:
         triples = [(predicted, sure, possible)]
     hits = total = 0
     for a, s, p in triples:
-        a, s, p = set(a), set(s), set(p)
+        a, s, p = set(map(tuple, a)), set(map(tuple, s)), set(map(tuple, p))
         if not s <= p:
             raise ValueError("sure links must be a subset of possible links (S ⊆ P)")
         hits += len(a & s) + len(a & p)

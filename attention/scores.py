@@ -39,11 +39,23 @@ class Score(nn.Module):
 
     same_dim = False  # True when the formula needs Eq == Ek (dot, scaled_dot, cosine)
     content_based = True  # False when the score ignores the keys' content (location)
+    query_dim: int | None = None  # Eq the parameters were built for (None: any)
+    key_dim: int | None = None  # Ek the parameters were built for (None: any)
 
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         """Args: query ``(B, L, Eq)``, key ``(B, S, Ek)``. Returns scores ``(B, L, S)``."""
         check_query_key(query, key, same_dim=self.same_dim, name=type(self).__name__)
+        self.check_dims(query, key)
         return self.score(query, key)
+
+    def check_dims(self, query: Tensor | None = None, key: Tensor | None = None) -> None:
+        """A score with parameters takes only the sizes it was built for."""
+        wrong = (query is not None and self.query_dim is not None and query.shape[-1] != self.query_dim) or (
+            key is not None and self.key_dim is not None and key.shape[-1] != self.key_dim)
+        if wrong:
+            got = ", ".join(f"{n} {tuple(t.shape)}" for n, t in (("query", query), ("key", key)) if t is not None)
+            raise ValueError(f"{type(self).__name__} was built for query_dim (Eq) = {self.query_dim}, "
+                             f"key_dim (Ek) = {self.key_dim}; got {got}")
 
     def score(self, query: Tensor, key: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -81,6 +93,7 @@ class GeneralScore(Score):
 
     def __init__(self, query_dim: int, key_dim: int):
         super().__init__()
+        self.query_dim, self.key_dim = query_dim, key_dim
         self.W_a = nn.Linear(key_dim, query_dim, bias=False)  # maps keys into query space
 
     def score(self, query, key):
@@ -96,14 +109,17 @@ class AdditiveScore(Score):
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int):
         super().__init__()
+        self.query_dim, self.key_dim = query_dim, key_dim
         self.W_a = nn.Linear(query_dim, hidden_dim, bias=False)
         self.U_a = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v_a = nn.Linear(hidden_dim, 1, bias=False)
 
     def project_keys(self, key: Tensor) -> Tensor:
+        self.check_dims(key=key)
         return self.U_a(key)  # (B, S, A)
 
     def score_projected(self, query: Tensor, projected_key: Tensor) -> Tensor:
+        self.check_dims(query=query)
         q = self.W_a(query)[:, :, None, :]  # (B, L, 1, A)
         k = projected_key[:, None, :, :]  # (B, 1, S, A)
         return self.v_a(torch.tanh(q + k)).squeeze(-1)  # (B, L, S, 1) -> (B, L, S)
@@ -122,6 +138,7 @@ class ConcatScore(Score):
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int, bias: bool = False):
         super().__init__()
+        self.query_dim, self.key_dim = query_dim, key_dim
         self.W_a = nn.Linear(query_dim + key_dim, hidden_dim, bias=bias)
         self.v_a = nn.Linear(hidden_dim, 1, bias=False)
 
@@ -146,8 +163,8 @@ class LocationScore(Score):
 
     def __init__(self, query_dim: int, max_len: int):
         super().__init__()
-        self.max_len = max_len
-        self.W_a = nn.Linear(query_dim, max_len)
+        self.max_len, self.query_dim = max_len, query_dim
+        self.W_a = nn.Linear(query_dim, max_len, bias=False)  # a_t = softmax(W_a h_t): no bias in Eq. 9
 
     def score(self, query, key):
         S = key.shape[1]

@@ -405,6 +405,18 @@ def test_aer():
     assert aer(half, S, P) == pytest.approx(1 - 2 * 4 / (4 + 8))
     assert aer([S, set()], [S, S], [P, P]) == pytest.approx(1 - 16 / (8 + 16))  # corpus
     assert aer(set(), set(), set()) == 0.0
+    # one sentence's links given as a plain list of pairs is one sentence, not a corpus
+    assert aer(sorted(half), sorted(S), sorted(P)) == aer(half, S, P)
+    assert aer(sorted(half, reverse=True), S, P) == aer(half, S, P)  # order does not matter
+    assert aer([list(S), []], [S, S], [P, P]) == aer([S, set()], [S, S], [P, P])  # lists per sentence
+    with pytest.raises(ValueError, match="mix one sentence's links"):
+        aer([S, S], S, P)  # a corpus of predictions against one sentence's gold
+    with pytest.raises(ValueError, match="must list the same sentences; got 2, 1 and 1"):
+        aer([S, S], [S], [P])
+    with pytest.raises(ValueError, match=r"integer pairs.*found \(1, 2, 3\)"):
+        aer([(1, 2, 3)], S, P)
+    with pytest.raises(ValueError, match="got str"):
+        aer("0-1", S, P)
     with pytest.raises(ValueError, match="subset"):
         aer(S, P, S)
 

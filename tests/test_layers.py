@@ -121,3 +121,39 @@ def test_mha_rejects_bad_input():
         mha(x, x[:1], x[:1])
     with pytest.raises(ValueError, match=r"attn_mask must have shape .* got \(3, 5\)"):
         mha(x, x, x, attn_mask=torch.zeros(3, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("with_padding, causal", [(True, False), (False, True), (True, True)])
+def test_low_precision_float_mask_with_padding_or_causal(device, dtype, with_padding, causal):
+    """A float16/bfloat16 attn_mask combined with a key-padding mask or is_causal keeps the dtype."""
+    torch.manual_seed(0)
+    B_, H_, L_, S_, E_ = 2, 2, 4, 4, 8
+    mha = MultiHeadAttention(E_, H_).to(device)
+    x = torch.randn(B_, L_, E_, device=device)
+    float_mask = torch.zeros(L_, S_, device=device)
+    float_mask[0, 1] = -1.5  # a soft penalty, not a block
+    padding = torch.tensor([[False] * S_, [False, False, False, True]], device=device) if with_padding else None
+    reference, ref_w = mha(x, x, x, key_padding_mask=padding, attn_mask=float_mask, is_causal=causal)
+    low = mha.to(dtype)
+    out, w = low(x.to(dtype), x.to(dtype), x.to(dtype), key_padding_mask=padding,
+                 attn_mask=float_mask.to(dtype), is_causal=causal)
+    assert out.dtype == dtype and w.dtype == dtype
+    assert torch.isfinite(out).all() and torch.isfinite(w).all()
+    torch.testing.assert_close(w.float(), ref_w, atol=2e-2, rtol=0)
+    torch.testing.assert_close(out.float(), reference, atol=5e-2, rtol=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(add_bias_kv=True), "add_bias_kv=True"),
+    (dict(add_zero_attn=True), "add_zero_attn=True"),
+    (dict(bias=False), "bias=False, this layer has bias=True"),
+    (dict(kdim=6, vdim=6), r"sizes \(embed_dim, num_heads, kdim, vdim\) = \(8, 2, 6, 6\), this layer has \(8, 2, 8, 8\)"),
+])
+def test_load_torch_weights_refuses_what_it_cannot_copy(kwargs, message):
+    ours = MultiHeadAttention(8, 2)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, **kwargs)
+    with pytest.raises(ValueError, match="cannot copy this nn.MultiheadAttention: " + message):
+        ours.load_torch_weights(theirs)
+    with pytest.raises(ValueError, match=r"sizes .* = \(8, 4, 8, 8\)"):
+        ours.load_torch_weights(torch.nn.MultiheadAttention(8, 4, batch_first=True))

@@ -241,3 +241,27 @@ def test_join_pairs_and_links():
     assert len(joined) == 2 and all(len(p.src) == 6 and p.meta["joined"] == 3 for p in joined)
     att = torch.tensor([[0.1, 0.9], [0.8, 0.2], [0.5, 0.5]])
     assert attention_links(att) == {(1, 0), (0, 1), (0, 2)}
+
+
+@pytest.mark.parametrize("kind", ["seq2seq-additive", "luong-local-m-dot"])
+def test_source_lengths_outside_the_source_are_named(kind):
+    model = DECODERS[kind]("cpu")
+    src = torch.randint(4, 12, (2, 5))
+    for lengths in ([7, 3], [0, 3]):
+        with pytest.raises(ValueError, match=r"src_lengths must be integers in 1..S = 1..5 \(src \(2, 5\)\); got "
+                                             + str(lengths).replace("[", r"\[").replace("]", r"\]")):
+            model.greedy(src, torch.tensor(lengths))
+
+
+def test_translate_takes_plain_tuples_like_collate():
+    from attention.experiments import dates_data, translate
+    data = dates_data(n=60)
+    model = Seq2Seq(Seq2SeqConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=8))
+    pairs = data.test[:3]
+    plain = [(tuple(p.src), tuple(p.tgt)) for p in pairs]
+    a, b = translate(model, pairs, data), translate(model, plain, data)
+    assert [t.hypothesis for t in a] == [t.hypothesis for t in b]
+    assert [t.source for t in a] == [t.source for t in b] and [t.reference for t in a] == [t.reference for t in b]
+    assert translate(model, [(tuple(pairs[0].src), ())], data)[0].reference == ""
+    with pytest.raises(ValueError, match="max_len must be >= 1"):
+        translate(model, pairs, data, max_len=0)

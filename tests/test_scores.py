@@ -87,11 +87,12 @@ def test_concat_equals_additive_with_split_weights(device):
 def test_location(device):
     q, k = qk(device)
     score = build("location", device)
-    W, b = score.W_a.weight, score.W_a.bias
+    W = score.W_a.weight
+    assert score.W_a.bias is None  # Luong Eq. 9: a_t = softmax(W_a h_t), no bias
     expected = loop_scores(q, k, lambda s, h: 0.0)  # shape only
     for bb in range(B):
         for t in range(L):
-            expected[bb, t] = (W @ q[bb, t] + b)[:S]
+            expected[bb, t] = (W @ q[bb, t])[:S]
     torch.testing.assert_close(score(q, k), expected)
     # the location score ignores the keys' content
     torch.testing.assert_close(score(q, torch.randn_like(k)), expected)
@@ -150,6 +151,30 @@ def test_every_score_is_differentiable_and_finite(name, device):
     assert out.shape == (B, L, S)
     out.square().sum().backward()
     assert torch.isfinite(q.grad).all()
+
+
+@pytest.mark.parametrize("name", sorted(SCORES))
+def test_every_score_names_a_wrong_last_dimension(name, device):
+    """Scores with parameters refuse sizes they were not built for, with the package's message."""
+    score = build(name, device, eq=6, ek=4)  # dot, scaled_dot, cosine need Eq == Ek: built any size
+    q, k = qk(device, eq=6, ek=4)
+    wrong_q, _ = qk(device, eq=5, ek=4)
+    _, wrong_k = qk(device, eq=6, ek=7)
+    if score.same_dim:
+        with pytest.raises(ValueError, match=r"needs Eq == Ek; got query \(2, 3, 6\), key \(2, 5, 4\)"):
+            score(q, k)
+        return
+    score(q, k)  # the sizes it was built for
+    with pytest.raises(ValueError, match=r"was built for query_dim \(Eq\) = 6.*got query \(2, 3, 5\)"):
+        score(wrong_q, k)
+    if score.key_dim is not None:
+        with pytest.raises(ValueError, match=r"key_dim \(Ek\) = 4; got query \(2, 3, 6\), key \(2, 5, 7\)"):
+            score(q, wrong_k)
+    if hasattr(score, "project_keys"):  # the decoder's fast path checks too
+        with pytest.raises(ValueError, match="was built for"):
+            score.project_keys(wrong_k)
+        with pytest.raises(ValueError, match="was built for"):
+            score.score_projected(wrong_q, score.project_keys(k))
 
 
 def test_make_score_errors():

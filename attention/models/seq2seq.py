@@ -139,6 +139,10 @@ class RNNEncoderDecoder(SequenceModel):
         if src.dim() != 2 or src_lengths.shape != src.shape[:1]:
             raise ValueError(f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
                              f"src_lengths {tuple(src_lengths.shape)}")
+        lengths = src_lengths.cpu()  # packing needs them on the CPU anyway
+        if lengths.dtype.is_floating_point or (lengths < 1).any() or (lengths > src.shape[1]).any():
+            raise ValueError(f"src_lengths must be integers in 1..S = 1..{src.shape[1]} (src {tuple(src.shape)}); "
+                             f"got {lengths.tolist()}")
         if self.cfg.reverse_source:
             src = reverse_padded(src, src_lengths)
         states, final = self.encoder(src, src_lengths)  # (B, S, He)

@@ -66,7 +66,7 @@ class TranslationData(Task):
         hyps = [t.text for t in done]
         refs = [t.reference.lower() for t in done]
         bleu: BleuResult = corpus_bleu(hyps, refs, self.tgt_lang)
-        by_length = bleu_by_length(hyps, refs, [len(p.src) for p in pairs], edges, self.tgt_lang)
+        by_length = bleu_by_length(hyps, refs, [len(t.source) for t in done], edges, self.tgt_lang)
         return {"bleu": bleu, "by_length": by_length, "translations": done}
 
     def fingerprint(self) -> dict:
@@ -109,7 +109,13 @@ class Translated:
 
 def translate(model, pairs: Sequence, data: TranslationData, beam_size: int = 1,
               max_len: int = 40, batch_size: int = 128) -> list[Translated]:
-    """Translate ``pairs`` (greedy when ``beam_size == 1``), keeping the alignment matrices."""
+    """Translate ``pairs`` (greedy when ``beam_size == 1``), keeping the alignment matrices.
+
+    ``pairs``: ``Pair``/``DatePair`` objects or plain ``(source tokens, target tokens)`` tuples
+    (the target is the reference; give ``()`` when there is none).
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
     model.eval()
     device = next(model.parameters()).device
     out = []
@@ -121,12 +127,12 @@ def translate(model, pairs: Sequence, data: TranslationData, beam_size: int = 1,
         else:
             result = model.beam_search(batch.src, batch.src_lengths, beam_size=beam_size, max_len=max_len)
         for row, pair in enumerate(chunk):
+            src, tgt = pair  # a Pair, a DatePair, or a plain (source, target) tuple
             ids = result.tokens[row].tolist()
             n = ids.index(model.cfg.eos_id) if model.cfg.eos_id in ids else len(ids)
-            n_src = len(pair.src)
-            attn = None if result.attention is None else result.attention[row, :n + 1, :n_src].cpu()
-            reference = getattr(pair, "meta", {}).get("tgt_text") or detokenize(pair.tgt)
-            out.append(Translated(list(pair.src), reference, data.tgt_vocab.decode(ids[:n]), attn))
+            attn = None if result.attention is None else result.attention[row, :n + 1, :len(src)].cpu()
+            reference = getattr(pair, "meta", {}).get("tgt_text") or detokenize(tgt)
+            out.append(Translated(list(src), reference, data.tgt_vocab.decode(ids[:n]), attn))
     return out
 
 
