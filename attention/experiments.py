@@ -62,11 +62,20 @@ def build_model(data: TranslationData, attention: str | None = "additive", seed:
                              attention=attention, **(defaults | config)))
 
 
-def fit(model: nn.Module, task: Task, epochs: int = 6, batch_size: int = 32, lr: float = 2e-3,
+def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr: float = 3e-3,
         seed: int = 0, device=None, progress: bool = True, max_seconds: float | None = None,
-        on_epoch: Callable[[dict, nn.Module], None] | None = None) -> History:
-    """Train ``model`` on ``task.train`` for ``epochs`` with the task's loss (early stopping on
-    ``task.valid``); the model ends holding its best validation epoch's weights."""
+        on_epoch: Callable[[dict, nn.Module], None] | None = None, select: str = "metric",
+        patience: int = 3) -> History:
+    """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss.
+
+    After each epoch the model is validated on ``task.valid``; with ``select="metric"`` (the
+    default) the best epoch is the one with the best validation metric of the task
+    (``task.metric``: BLEU, accuracy), and training stops after ``patience`` epochs without a
+    better one; ``select="loss"`` uses the validation loss instead. The model ends holding its
+    best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`).
+    """
+    if select not in ("metric", "loss"):
+        raise ValueError(f"select must be 'metric' or 'loss', got {select!r}")
     device = device or next(model.parameters()).device
     model.to(device)
     torch.manual_seed(seed)
@@ -76,8 +85,10 @@ def fit(model: nn.Module, task: Task, epochs: int = 6, batch_size: int = 32, lr:
         for b in task.train_batches(batch_size, seed, epoch):
             yield b.to(device)
 
-    cfg = TrainConfig(max_epochs=epochs, max_seconds=max_seconds, lr=lr, patience=3, progress=progress)
-    return train(model, train_batches, lambda: valid, task.loss, cfg, on_epoch=on_epoch)
+    cfg = TrainConfig(max_epochs=epochs, max_seconds=max_seconds, lr=lr, patience=patience, progress=progress,
+                      metric=task.metric)
+    metric = task.validation_metric if select == "metric" else None
+    return train(model, train_batches, lambda: valid, task.loss, cfg, on_epoch=on_epoch, valid_metric=metric)
 
 
 def evaluate(model: nn.Module, task: Task, examples: Sequence | None = None, **options) -> dict:

@@ -1,7 +1,10 @@
 """One small training loop for every model of the book.
 
-Adam, gradient clipping, validation each epoch, early stopping on the validation loss, a
-wall-clock budget, and the best epoch's weights kept. What is minimised is an argument: a
+Adam, gradient clipping, validation each epoch, a wall-clock budget, and the best epoch's
+weights kept. "Best" is judged, and training stopped, on a validation *metric* of the task
+when one is given (BLEU for translation, accuracy for classification: the number a chapter
+reports), else on the validation loss. The two can disagree: a translation model's validation
+loss often starts rising while its BLEU still improves. What is minimised is an argument: a
 ``loss(model, batch) -> (mean loss, n)`` function, where ``n`` counts what the mean is over
 (target tokens for translation, examples for classification), so validation averages over
 all of them. Each task of :mod:`attention.tasks` brings its own. Uses whatever device the
@@ -31,9 +34,10 @@ class TrainConfig:
     max_seconds: float | None = None  # wall-clock budget; no epoch starts that would end past it
     lr: float = 3e-3  # Adam learning rate
     clip: float = 1.0  # max gradient norm (Pascanu et al. 2013)
-    patience: int = 3  # epochs without a better validation loss before stopping
+    patience: int = 3  # epochs without a better validation score before stopping
     checkpoint: str | None = None  # where to save the best model (None: keep it in memory only)
     progress: bool = True  # tqdm progress bar per epoch
+    metric: str = "metric"  # the name of the validation metric in the history (e.g. "bleu")
 
 
 @dataclass
@@ -42,6 +46,7 @@ class History:
     best_epoch: int = 0  # 1-based epoch whose weights the model holds at the end
     seconds: float = 0.0  # total training time
     stopped: str = ""  # why training ended
+    selected_by: str = "valid_loss"  # the history key the best epoch was chosen on
 
 
 @torch.no_grad()
@@ -59,7 +64,8 @@ def evaluate_loss(model: nn.Module, batches: Iterable, loss: LossFn) -> float:
 def train(model: nn.Module, train_batches: Callable[[int], Iterable],
           valid_batches: Callable[[], Iterable], loss: LossFn,
           cfg: TrainConfig | None = None,
-          on_epoch: Callable[[dict, nn.Module], None] | None = None) -> History:
+          on_epoch: Callable[[dict, nn.Module], None] | None = None,
+          valid_metric: Callable[[nn.Module], float] | None = None) -> History:
     """Train ``model`` and leave it holding the weights of its best validation epoch.
 
     Args:
@@ -69,11 +75,14 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
         cfg: the recipe (default: ``TrainConfig()``).
         on_epoch: called after each epoch with that epoch's record and the model (to plot a
             curve or compute a metric); add keys to the record to keep them in the history.
+        valid_metric: ``model -> number``, higher is better (e.g. validation BLEU). When
+            given, the best epoch is the one with the highest metric and training stops after
+            ``cfg.patience`` epochs without a higher one; otherwise the validation loss decides.
     """
     cfg = TrainConfig() if cfg is None else cfg
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    history = History()
-    best_loss, best_state, bad_epochs = float("inf"), None, 0
+    history = History(selected_by="valid_loss" if valid_metric is None else f"valid_{cfg.metric}")
+    best_score, best_state, bad_epochs = float("-inf"), None, 0
     start = time.perf_counter()
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
@@ -87,21 +96,26 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
             optimizer.step()
             total, steps = total + value.item(), steps + 1
         valid = evaluate_loss(model, valid_batches(), loss)
-        elapsed = time.perf_counter() - start
-        record = {"epoch": epoch, "train_loss": total / max(steps, 1), "valid_loss": valid, "seconds": elapsed}
+        record = {"epoch": epoch, "train_loss": total / max(steps, 1), "valid_loss": valid}
+        if valid_metric is not None:
+            record[history.selected_by] = float(valid_metric(model))
+        record["seconds"] = time.perf_counter() - start
         if on_epoch is not None:
             on_epoch(record, model)
         history.epochs.append(record)
-        if valid < best_loss:
-            best_loss, bad_epochs, history.best_epoch = valid, 0, epoch
+        score = -valid if valid_metric is None else record[history.selected_by]
+        if score > best_score:
+            best_score, bad_epochs, history.best_epoch = score, 0, epoch
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if cfg.checkpoint:
                 save_checkpoint(cfg.checkpoint, model)
         else:
             bad_epochs += 1
         if bad_epochs >= cfg.patience:
-            history.stopped = f"early stopping: no better validation loss for {cfg.patience} epochs"
+            what = "loss" if valid_metric is None else cfg.metric
+            history.stopped = f"early stopping: no better validation {what} for {cfg.patience} epochs"
             break
+        elapsed = record["seconds"]
         epoch_seconds = elapsed / epoch
         if cfg.max_seconds is not None and elapsed + epoch_seconds > cfg.max_seconds:
             # stop before an epoch that would end past the budget

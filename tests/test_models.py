@@ -265,3 +265,52 @@ def test_translate_takes_plain_tuples_like_collate():
     assert translate(model, [(tuple(pairs[0].src), ())], data)[0].reference == ""
     with pytest.raises(ValueError, match="max_len must be >= 1"):
         translate(model, pairs, data, max_len=0)
+
+
+def test_selection_follows_the_validation_metric_not_the_loss():
+    """Validation loss rises every epoch while validation BLEU improves: training keeps going and
+    keeps the epoch with the best BLEU; on the loss alone it would stop early at epoch 1."""
+    model = torch.nn.Linear(2, 1)
+    epoch = {"n": 0}
+
+    def loss(m, batch):
+        if m.training:  # a real training loss that moves the weights
+            return (m.weight ** 2).sum() + (m.bias ** 2).sum(), 1
+        return torch.tensor(1.0 + epoch["n"]), 1  # validation loss rises: 2, 3, 4, ...
+
+    def bleu(m):
+        epoch["n"] += 1
+        return [3.0, 5.0, 4.0, 6.0, 5.5, 5.0, 4.0, 3.0][epoch["n"] - 1]  # best at epoch 4
+
+    cfg = TrainConfig(max_epochs=8, patience=3, progress=False, metric="bleu")
+    history = train(model, lambda e: [None], lambda: [None], loss, cfg, valid_metric=bleu)
+    assert history.selected_by == "valid_bleu" and history.best_epoch == 4
+    assert len(history.epochs) == 7 and history.stopped == "early stopping: no better validation bleu for 3 epochs"
+    assert [e["valid_bleu"] for e in history.epochs][:4] == [3.0, 5.0, 4.0, 6.0]
+    assert all(a["valid_loss"] < b["valid_loss"] for a, b in zip(history.epochs, history.epochs[1:]))
+    # judged on the loss alone, the same run stops after `patience` epochs and keeps epoch 1
+    epoch["n"] = 0
+
+    def rising_loss(m, batch):
+        if m.training:
+            return (m.weight ** 2).sum(), 1
+        epoch["n"] += 1
+        return torch.tensor(float(epoch["n"])), 1
+
+    by_loss = train(torch.nn.Linear(2, 1), lambda e: [None], lambda: [None], rising_loss,
+                    TrainConfig(max_epochs=8, patience=3, progress=False))
+    assert by_loss.best_epoch == 1 and len(by_loss.epochs) == 4 and by_loss.selected_by == "valid_loss"
+
+
+def test_fit_selects_on_the_tasks_metric_and_records_it():
+    from attention.experiments import dates_data, fit
+    data = dates_data(n=200)
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=8))
+    history = fit(model, data, epochs=2, progress=False)
+    assert history.selected_by == "valid_bleu" and all("valid_bleu" in e for e in history.epochs)
+    best = max(history.epochs, key=lambda e: e["valid_bleu"])
+    assert history.best_epoch == best["epoch"]
+    assert data.validation_metric(model) == pytest.approx(best["valid_bleu"])  # it holds that epoch's weights
+    with pytest.raises(ValueError, match="select must be 'metric' or 'loss'"):
+        fit(model, data, epochs=1, select="bleu")

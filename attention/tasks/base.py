@@ -7,6 +7,9 @@ A task holds its splits (``train``, ``valid``, ``test``) and answers five questi
 * :meth:`Task.loss`: ``(model, batch) -> (mean loss, n)``, what training minimises, with the
   number of items (tokens, examples) the mean is over;
 * :meth:`Task.evaluate`: the metric the chapter reports (BLEU, accuracy ...), as a dict;
+* :meth:`Task.validation_metric`: that metric on the validation split, cheaply (greedy
+  decoding, no extras), as one number where higher is better: training selects its best
+  epoch, and stops, on it (named by :attr:`Task.metric`);
 * :meth:`Task.fingerprint`: plain data that identifies the task's data exactly (name, seed,
   sizes, hashes of the examples and vocabularies) -- part of a cached model's key.
 """
@@ -36,6 +39,11 @@ class Task(ABC):
     valid: Sequence
     test: Sequence
     seed: int
+    metric: str = "metric"  # the name of validation_metric, e.g. "bleu", "accuracy"
+
+    @abstractmethod
+    def validation_metric(self, model: nn.Module) -> float:
+        """The task's metric on the validation split (higher is better)."""
 
     @abstractmethod
     def train_batches(self, batch_size: int, seed: int, epoch: int) -> Iterable:

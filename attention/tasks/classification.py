@@ -55,6 +55,11 @@ class ClassificationData(Task):
     labels: list[str]  # class index -> name
     seed: int = 0
     valid_batch_size: int = 128
+    metric = "accuracy"  # what training selects on (a class attribute, not a field)
+
+    def validation_metric(self, model: nn.Module) -> float:
+        """Accuracy on the validation split."""
+        return self.evaluate(model, self.valid)["accuracy"]
 
     def collate(self, examples: Sequence) -> ClassificationBatch:
         """Pad a list of examples into one batch (empty texts are an error)."""
