@@ -1,7 +1,8 @@
 """The command line: runs too long for a notebook, recorded in the results registry.
 
     python -m attention convergence              # chapter 3: both models to early stopping
-    python -m attention ablation --budget small  # chapters 4 and 9: every score x placement
+    python -m attention ablation --budget converged [--pair hsk]  # chapters 4 and 9, 3 seeds, resumable
+    python -m attention ablation --budget small  # the one-seed, four-epoch grid of every variant
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from .ablation import BUDGETS, run_ablation
+from .ablation import BUDGETS, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
 
@@ -23,12 +24,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attention", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("convergence", help="chapter 3: both models trained to early stopping")
-    conv.add_argument("--epochs", type=int, default=40, help="upper bound on epochs")
-    conv.add_argument("--seed", type=int, default=0)
+    conv.add_argument("--seed", type=int, action="append", default=None,
+                      help="run only this seed (repeatable); the record is written once every seed is done")
     abl = sub.add_parser("ablation", help="chapter 9: every score x global/local x input feeding")
     abl.add_argument("--budget", default="small", choices=sorted(BUDGETS),
                      help="'small' (the book's) or 'test' (seconds)")
-    abl.add_argument("--seed", type=int, default=0)
+    abl.add_argument("--seed", type=int, default=0, help="budgets 'small' and 'test'")
+    abl.add_argument("--pair", action="append", default=None,
+                     help="converged budgets: run only this pair (hsk, ding, dates); repeatable")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
     for p in (conv, abl, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
@@ -38,15 +41,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "convergence":
-        record = convergence(args.epochs, args.seed, args.results_dir, progress=True)
-        for name, m in record["metrics"]["models"].items():
-            print(f"{name}: BLEU {m['bleu']:.2f} after {m['train_seconds']} s "
-                  f"({m['epochs_run']} epochs, best {m['best_epoch']})")
-        print(f"recorded hsk-convergence in {args.results_dir or RESULTS_DIR}")
+        record = convergence(args.seed, args.results_dir, progress=True)
+        if record is None:
+            print("seeds still missing: run again to resume")
+        else:
+            for name, m in record["metrics"]["models"].items():
+                print(f"{name}: BLEU {m['bleu']['mean']:.2f} ± {m['bleu']['sd']:.2f} "
+                      f"(best epoch {m['best_epoch']['mean']:.1f} of {m['epochs_run']['mean']:.1f})")
+            print(f"recorded hsk-convergence in {args.results_dir or RESULTS_DIR}")
     elif args.command == "ablation":
-        record = run_ablation(args.budget, args.seed, directory=args.results_dir, progress=True)
-        print(f"{len(record['metrics']['results'])} variants in {record['wall_seconds']} s; "
-              f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+        if "variants" in BUDGETS[args.budget]:  # resumable: runs what is missing
+            record = run_converged(args.budget, pairs=args.pair, directory=args.results_dir, progress=True)
+            if record is None:
+                print("pieces still missing (other pairs, or another process): run again to resume")
+            else:
+                print(f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+        else:
+            record = run_ablation(args.budget, args.seed, directory=args.results_dir, progress=True)
+            print(f"{len(record['metrics']['results'])} variants in {record['wall_seconds']} s; "
+                  f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,15 +32,15 @@ from .checkpoints import load_checkpoint, save_checkpoint
 from .data.cache import default_cache_dir
 from .device import setup
 from .models import build, model_name
-from .results import record_result
+from .results import PartialRuns, mean_sd, record_result
 from .tasks import (Task, Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
-                    decode_steps, forced_attention, hsk_data, join_pairs, translate)
+                    decode_steps, ding_data, forced_attention, hsk_data, join_pairs, translate)
 from .train import History, TrainConfig, train
 
 __all__ = ["fit", "fit_cached", "evaluate", "build_model", "cache_key", "package_fingerprint",
-           "TRANSLATION_RECIPE", "convergence",
+           "TRANSLATION_RECIPE", "CONVERGENCE", "convergence",
            # translation helpers, from attention.tasks.translation
-           "TranslationData", "Translated", "hsk_data", "dates_data", "translate", "join_pairs",
+           "TranslationData", "Translated", "hsk_data", "ding_data", "dates_data", "translate", "join_pairs",
            "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -145,31 +144,65 @@ def fit_cached(model: nn.Module, task: Task, cache_dir: str | None = None,
     return model, history
 
 
-def convergence(epochs: int = 40, seed: int = 0, directory: str | None = None, progress: bool = False) -> dict:
-    """Train both chapter-3 models until early stopping; record BLEU, time and versions.
+#: Chapter 3's recorded run: both models trained until validation BLEU stops improving.
+CONVERGENCE = {"max_epochs": 40, "patience": 5, "lr": 3e-3, "batch_size": 32, "seeds": [0, 1, 2]}
 
-    ``python -m attention convergence`` writes ``attention/results/hsk-convergence.json``
-    through :func:`attention.results.record_result`; chapter 3 reads it with
-    :func:`attention.results.load_result` -- building the book does not retrain for minutes.
+
+def convergence(seeds: list[int] | None = None, directory: str | None = None, progress: bool = False) -> dict | None:
+    """Train both chapter-3 models until their validation BLEU stops improving, for each seed.
+
+    ``python -m attention convergence`` records ``hsk-convergence`` through
+    :func:`attention.results.record_result` once every seed is done (each finished model is kept
+    in :class:`~attention.results.PartialRuns`, so the command resumes where it stopped); chapter 3
+    reads it with :func:`attention.results.load_result` -- building the book does not retrain.
+    The split is the chapter's (seed 0); the seeds vary the initial weights and the batch order.
     """
-    start = time.perf_counter()
-    device = setup(seed)
-    data = hsk_data(seed=seed)
-    recipe = dict(TRANSLATION_RECIPE, epochs=epochs)
+    recipe = dict(CONVERGENCE)
+    seeds = recipe["seeds"] if seeds is None else seeds
+    device = setup(0)
+    data = hsk_data(seed=0)
+    done = PartialRuns("hsk-convergence", recipe, directory)
+    names = (("encoder-decoder", None), ("RNNsearch", "additive"))
+    for seed in seeds:
+        for name, attention in names:
+            key = f"{name}/seed{seed}"
+            if key in done:
+                continue
+            setup(seed)
+            model = build_model(data, attention=attention, seed=seed).to(device)
+            history = fit(model, data, epochs=recipe["max_epochs"], lr=recipe["lr"], batch_size=recipe["batch_size"],
+                          seed=seed, device=device, progress=progress, patience=recipe["patience"])
+            report = evaluate(model, data)
+            joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
+            done.add(key, {
+                "bleu": report["bleu"].score, "signature": report["bleu"].signature,
+                "by_length": report["by_length"], "joined_bleu": joined,
+                "epochs_run": len(history.epochs), "best_epoch": history.best_epoch,
+                "train_seconds": round(history.seconds, 1), "stopped": history.stopped,
+                "parameters": sum(p.numel() for p in model.parameters()), "history": history.epochs})
+            if progress:
+                r = done.get(key)
+                print(f"{key}: BLEU {r['bleu']:.2f}, best epoch {r['best_epoch']} of {r['epochs_run']}", flush=True)
+    keys = [f"{name}/seed{s}" for s in recipe["seeds"] for name, _ in names]
+    if any(k not in done for k in keys):
+        return None
     models = {}
-    for name, attention in (("encoder-decoder", None), ("RNNsearch", "additive")):
-        model = build_model(data, attention=attention, seed=seed).to(device)
-        history = fit(model, data, seed=seed, device=device, progress=progress, **recipe)
-        report = evaluate(model, data)
-        joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
+    for name, _ in names:
+        runs = [done.get(f"{name}/seed{s}") for s in recipe["seeds"]]
+        buckets = [row["bucket"] for row in runs[0]["by_length"]]
         models[name] = {
-            "bleu": report["bleu"].score, "signature": report["bleu"].signature,
-            "by_length": report["by_length"], "joined_bleu": joined,
-            "epochs_run": len(history.epochs), "best_epoch": history.best_epoch,
-            "train_seconds": round(history.seconds, 1), "stopped": history.stopped,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "history": history.epochs}
-    return record_result("hsk-convergence", command="python -m attention convergence",
-                         recipe={k: v for k, v in recipe.items() if k != "epochs"} | {"max_epochs": epochs},
-                         seeds=[seed], metrics={"models": models}, wall_seconds=time.perf_counter() - start,
-                         device=device, directory=directory)
+            "bleu": mean_sd([r["bleu"] for r in runs]), "signature": runs[0]["signature"],
+            "by_length": [{"bucket": b, "n": runs[0]["by_length"][i]["n"],
+                           "bleu": mean_sd([r["by_length"][i]["bleu"] for r in runs])} for i, b in enumerate(buckets)],
+            "joined_bleu": {k: mean_sd([r["joined_bleu"][k] for r in runs]) for k in ("2", "3")},
+            "best_epoch": mean_sd([r["best_epoch"] for r in runs]),
+            "epochs_run": mean_sd([r["epochs_run"] for r in runs]),
+            "train_seconds": mean_sd([r["train_seconds"] for r in runs]),
+            "parameters": runs[0]["parameters"],
+            "converged": all(r["best_epoch"] < r["epochs_run"] for r in runs),
+            "runs": {str(s): r for s, r in zip(recipe["seeds"], runs)}}
+    return record_result("hsk-convergence", command="python -m attention convergence", recipe=recipe,
+                         seeds=list(recipe["seeds"]), metrics={"models": models},
+                         wall_seconds=sum(m["train_seconds"]["mean"] * len(recipe["seeds"]) for m in models.values()),
+                         device=device, directory=directory,
+                         notes="wall_seconds adds up the training time of every model and seed")

@@ -34,7 +34,7 @@ import torch
 from .. import __version__
 
 __all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
-           "validate_result", "environment"]
+           "validate_result", "environment", "PartialRuns", "mean_sd"]
 
 RESULTS_DIR = Path(__file__).parent
 SCHEMA_VERSION = 1
@@ -163,3 +163,55 @@ def load_result(name: str, directory: str | Path | None = None) -> dict:
 def list_results(directory: str | Path | None = None) -> list[str]:
     """Names of the records in ``directory`` (default: the package's results folder)."""
     return sorted(p.stem for p in Path(directory or RESULTS_DIR).glob("*.json"))
+
+
+def mean_sd(values) -> dict:
+    """``{"mean", "sd", "n", "values"}`` of a list of numbers (sample standard deviation, n - 1;
+    ``sd`` is None for a single value)."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("mean_sd needs at least one value")
+    mean = sum(values) / len(values)
+    sd = None if len(values) < 2 else math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return {"mean": mean, "sd": sd, "n": len(values), "values": values}
+
+
+class PartialRuns:
+    """The finished pieces of a long recorded run, so that it can stop and resume.
+
+    One JSON line per finished piece in ``<directory>/partial/<name>.jsonl``, keyed by a string
+    (e.g. ``"hsk/global-general+feed/seed1"``) and stamped with the recipe: a piece recorded
+    under another recipe is not reused. Commit the file with the results as they land; when
+    every piece is there, the command writes the record and the partial file can go.
+    """
+
+    def __init__(self, name: str, recipe: dict, directory: str | Path | None = None):
+        self.path = Path(directory or RESULTS_DIR) / "partial" / f"{name}.jsonl"
+        self.recipe = json.loads(json.dumps(recipe))
+        self._rows: dict[str, dict] = {}
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    if row.get("recipe") == self.recipe:
+                        self._rows[row["key"]] = row["result"]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, key: str) -> dict:
+        return self._rows[key]
+
+    def add(self, key: str, result: dict) -> None:
+        """Append one finished piece (flushed at once, so a crash loses at most the running one)."""
+        result = json.loads(json.dumps(result))
+        problems = _non_finite(result)
+        if problems:
+            raise ValueError(f"piece {key!r} has non-finite numbers at {problems}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps({"key": key, "recipe": self.recipe, "result": result}, ensure_ascii=False) + "\n")
+        self._rows[key] = result

@@ -10,8 +10,8 @@ A new task (question answering, captioning) subclasses :class:`Task` in a file o
 from .base import Task, fingerprint_tokens
 from .classification import ClassificationBatch, ClassificationData, Example
 from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
-                          decode_steps, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
+                          decode_steps, ding_data, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
 
 __all__ = ["ClassificationBatch", "ClassificationData", "Example", "Task", "Translated", "TranslationData",
-           "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "fingerprint_tokens",
+           "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "ding_data", "fingerprint_tokens",
            "forced_attention", "hsk_data", "join_pairs", "sequence_loss", "translate"]

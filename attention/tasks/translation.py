@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..data import Vocab, batches, collate, load_hsk, make_dates, split
+from ..data import Vocab, batches, collate, load_ding_de_en, load_hsk, make_dates, split
 from ..data.translation import Pair
 from ..metrics import BleuResult, aer, bleu_by_length, corpus_bleu, detokenize
 from .base import Task, fingerprint_tokens
 
-__all__ = ["TranslationData", "hsk_data", "dates_data", "sequence_loss", "Translated", "translate",
+__all__ = ["TranslationData", "hsk_data", "ding_data", "dates_data", "sequence_loss", "Translated", "translate",
            "join_pairs", "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
 
 
@@ -91,6 +91,22 @@ def hsk_data(script: str = "traditional", seed: int = 0, min_freq: int = 1,
     tr, va, te = split(pairs, valid=0.1, test=0.1, seed=seed)
     return TranslationData(f"hsk-{script}-zh-en", tr, va, te,
                            Vocab.build([p.src for p in tr], min_freq=min_freq),
+                           Vocab.build([p.tgt for p in tr], min_freq=min_freq), "en", seed)
+
+
+def ding_data(n: int | None = 6000, seed: int = 0, min_freq: int = 2,
+              cache_dir: str | None = None) -> TranslationData:
+    """Ding de->en example sentences (``CONTRIBUTING.md``, "Data"): ``n`` pairs drawn with ``seed``
+    (all 17,349 when None), split 80/10/10; word vocabularies from train, words seen fewer than
+    ``min_freq`` times become ``<unk>``."""
+    pairs = load_ding_de_en(cache_dir)
+    if n is not None:
+        if not 0 < n <= len(pairs):
+            raise ValueError(f"n must be in 1..{len(pairs)}, got {n}")
+        pairs = random.Random(seed).sample(pairs, n)
+    tr, va, te = split(pairs, valid=0.1, test=0.1, seed=seed)
+    name = "ding-de-en" + ("" if n is None else f"-{n}")
+    return TranslationData(name, tr, va, te, Vocab.build([p.src for p in tr], min_freq=min_freq),
                            Vocab.build([p.tgt for p in tr], min_freq=min_freq), "en", seed)
 
 
