@@ -1,0 +1,14 @@
+"""Exercises with self-checks: the reader answers in the notebook, a checker says right or wrong and why.
+
+    from attention.exercises import check
+    answer = ...                 # the reader's answer: a number, a list, a function ...
+    check("4.2", answer)         # prints ✓ or ✗ with the reason, and returns the Verdict
+
+Each chapter's exercises live in ``attention/exercises/chNN.py``, registered with
+:func:`~attention.exercises.base.exercise`; every exercise carries its checker, its solution (what
+the website hides behind a toggle) and a typical wrong answer, and ``tests/test_exercises.py`` runs
+each checker against both. ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
+"""
+from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, wrong
+
+__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "wrong"]

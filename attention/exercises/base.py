@@ -1,0 +1,98 @@
+"""The machinery of the exercises: verdicts, the registry, ``check``.
+
+    from attention.exercises import check
+    answer = ...                 # the reader's answer: a number, a list, a function ...
+    check("4.2", answer)         # prints ✓ or ✗ with the reason, and returns the Verdict
+
+Each chapter's exercises live in ``attention/exercises/chNN.py``, registered with
+:func:`exercise`; every exercise carries its checker, its solution (what the website hides behind a
+toggle) and a typical wrong answer, and ``tests/test_exercises.py`` runs each checker against both.
+``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "right", "wrong", "close_to"]
+
+
+@dataclass
+class Verdict:
+    """What a checker returns: right or wrong, and why."""
+    correct: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __str__(self) -> str:
+        return ("✓ right: " if self.correct else "✗ not yet: ") + self.message
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def right(message: str) -> Verdict:
+    return Verdict(True, message)
+
+
+def wrong(message: str) -> Verdict:
+    return Verdict(False, message)
+
+
+@dataclass
+class Exercise:
+    """One exercise: its checker, its solution and a typical wrong answer."""
+    key: str  # "<chapter>.<n>", e.g. "4.2": what the reader passes to check()
+    title: str  # one line, as the narrative page names it
+    checker: Callable[[Any], Verdict]  # answer -> Verdict
+    solution: Callable[[], Any]  # -> a right answer
+    wrong_answer: Callable[[], Any]  # -> a tempting wrong answer (tests check it is refused)
+
+    def check(self, answer: Any) -> Verdict:
+        if answer is None or answer is Ellipsis:
+            return wrong(f"no answer yet: replace the ... with your answer to exercise {self.key} and run the cell again")
+        try:
+            verdict = self.checker(answer)
+        except Exception as err:  # a reader's function that raises is a wrong answer, said plainly
+            return wrong(f"checking your answer raised {type(err).__name__}: {err}")
+        if not isinstance(verdict, Verdict):  # pragma: no cover - a bug in a checker
+            raise TypeError(f"the checker of exercise {self.key} returned {type(verdict).__name__}, not a Verdict")
+        return verdict
+
+
+#: "<chapter>.<n>" -> Exercise, filled by the chapter modules when they are imported
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(key: str, title: str, solution: Callable[[], Any], wrong_answer: Callable[[], Any]):
+    """Decorator: register ``checker(answer) -> Verdict`` as exercise ``key``."""
+
+    def register(checker: Callable[[Any], Verdict]) -> Callable[[Any], Verdict]:
+        if key in EXERCISES:
+            raise ValueError(f"exercise {key!r} is registered twice")
+        EXERCISES[key] = Exercise(key, title, checker, solution, wrong_answer)
+        return checker
+
+    return register
+
+
+def close_to(value: Any, expected: float, tolerance: float, what: str) -> Verdict:
+    """A numeric answer within ``tolerance`` of ``expected``."""
+    try:
+        got = float(value)
+    except (TypeError, ValueError):
+        return wrong(f"{what} should be a number, got {value!r}")
+    if abs(got - expected) <= tolerance:
+        return right(f"{what} = {got:.4g}")
+    return wrong(f"{what} = {got:.4g} is not it (off by {got - expected:+.3g})")
+
+
+def check(key: str, answer: Any) -> Verdict:
+    """Check ``answer`` to exercise ``key`` and print the verdict (also returned)."""
+    if key not in EXERCISES:
+        raise KeyError(f"no exercise {key!r}; exercises: {sorted(EXERCISES)}")
+    verdict = EXERCISES[key].check(answer)
+    print(verdict)
+    return verdict
