@@ -62,3 +62,49 @@ def test_recorded_ablation_is_complete_and_fair():
         assert 0 <= r["bleu"] <= 100 and (r["aer_aligned"] is None) == (r["attention"] is None)
     assert record["command"] == "python -m attention ablation --budget small"
     assert record["recipe"] == BUDGETS["small"] | {"budget": "small"} and "torch" in record["versions"]
+
+
+def _fake_run(bleu):
+    return {"bleu": bleu, "signature": "nrefs:1|case:lc", "by_length": [{"bucket": "1-6", "n": 5, "bleu": bleu + 1}],
+            "joined_bleu": {"2": bleu / 2, "3": bleu / 3}, "epochs_run": 10, "best_epoch": 7,
+            "train_seconds": 2.0, "stopped": "early stopping", "parameters": 100, "history": []}
+
+
+def test_convergence_resumes_and_records_mean_and_sd_over_seeds(tmp_path):
+    from attention.results import PartialRuns
+    recipe = dict(experiments.CONVERGENCE)
+    done = PartialRuns("hsk-convergence", recipe, tmp_path)
+    other = PartialRuns("hsk-convergence", recipe | {"lr": 1.0}, tmp_path)
+    other.add("RNNsearch/seed0", _fake_run(99.0))  # another recipe: never reused
+    for seed in recipe["seeds"]:
+        done.add(f"encoder-decoder/seed{seed}", _fake_run(2.0 + seed))
+        if seed != recipe["seeds"][-1]:
+            done.add(f"RNNsearch/seed{seed}", _fake_run(4.0 + 2 * seed))
+    reloaded = PartialRuns("hsk-convergence", recipe, tmp_path)
+    assert len(reloaded) == 2 * len(recipe["seeds"]) - 1 and "RNNsearch/seed0" in reloaded
+    assert reloaded.get("RNNsearch/seed0")["bleu"] == 4.0
+    last = recipe["seeds"][-1]
+    reloaded.add(f"RNNsearch/seed{last}", _fake_run(4.0 + 2 * last))
+    record = experiments.convergence(directory=tmp_path)  # every piece is there: nothing to train
+    assert results.load_result("hsk-convergence", tmp_path) == record
+    rnn = record["metrics"]["models"]["RNNsearch"]
+    assert rnn["bleu"]["values"] == [4.0, 6.0, 8.0] and rnn["bleu"]["mean"] == 6.0 and rnn["bleu"]["sd"] == 2.0
+    assert rnn["by_length"][0]["bleu"]["mean"] == 7.0 and rnn["converged"] is True
+    assert record["seeds"] == recipe["seeds"] and record["recipe"] == recipe
+
+
+def test_partial_runs_refuse_non_finite_numbers(tmp_path):
+    from attention.results import PartialRuns
+    with pytest.raises(ValueError, match="non-finite numbers at"):
+        PartialRuns("x", {}, tmp_path).add("a", {"bleu": float("nan")})
+
+
+def test_converged_ablation_writes_its_record_only_when_complete(tmp_path):
+    from attention.ablation import run_converged
+    assert run_converged("converged-test", seeds=[0], directory=tmp_path) is None  # seed 1 still missing
+    assert not (tmp_path / "ablation-converged-test.json").exists()
+    record = run_converged("converged-test", directory=tmp_path)  # runs only seed 1
+    summary = record["metrics"]["summary"]["dates"]["global-general+feed"]
+    assert summary["bleu"]["n"] == 2 and len(summary["bleu"]["values"]) == 2
+    assert {r["seed"] for r in record["metrics"]["runs"]} == {0, 1}
+    assert "global-dot" in record["metrics"]["trimmed"] and results.load_result("ablation-converged-test", tmp_path)
