@@ -10,5 +10,6 @@ the website hides behind a toggle) and a typical wrong answer, and ``tests/test_
 each checker against both. ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
 """
 from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, wrong
+from . import ch01  # noqa: F401
 
 __all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "wrong"]
