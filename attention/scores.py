@@ -6,17 +6,20 @@ A hidden ("attention") dim of the additive/concat scores.
 Every score maps ``query (B, L, Eq)``, ``key (B, S, Ek)`` to ``scores (B, L, S)``
 (``CONTRIBUTING.md``, "Package conventions") and is picked by name with :func:`make_score`:
 
-========== ======================================= ==========================
-name       formula                                 paper
-========== ======================================= ==========================
-dot        ``s_tᵀ h_i``                            Luong et al. 2015
-scaled_dot ``s_tᵀ h_i / √n``                       Vaswani et al. 2017
-general    ``s_tᵀ W_a h_i``                        Luong et al. 2015
-additive   ``v_aᵀ tanh(W_a s_t + U_a h_i)``        Bahdanau et al. 2015
-concat     ``v_aᵀ tanh(W_a [s_t; h_i])``           Luong et al. 2015
-location   ``softmax(W_a s_t)`` (ignores ``h_i``)  Luong et al. 2015
-cosine     ``β · cos(s_t, h_i)``                   Graves et al. 2014 (NTM)
-========== ======================================= ==========================
+========== ========================================== ==========================
+name       formula                                    paper
+========== ========================================== ==========================
+dot        ``s_tᵀ h_i``                               Luong et al. 2015
+scaled_dot ``s_tᵀ h_i / √d``  (d = the vectors' size) Vaswani et al. 2017
+general    ``s_tᵀ W_a h_i``                           Luong et al. 2015
+additive   ``v_aᵀ tanh(W_a s_{t-1} + U_a h_i)``       Bahdanau et al. 2015
+concat     ``v_aᵀ tanh(W_a [s_t; h_i])``              Luong et al. 2015
+location   ``softmax(W_a s_t)`` (ignores ``h_i``)     Luong et al. 2015
+cosine     ``β · cos(s_t, h_i)``                      Graves et al. 2014 (NTM)
+========== ========================================== ==========================
+
+The query is whatever decoder state the model scores with: Luong's decoder uses the current
+state ``s_t`` (his ``h_t``), Bahdanau's RNNsearch the previous one, ``s_{t-1}``.
 
 Chapter 4 (``book/04-scores.md``) puts each formula beside its line of code here.
 """
