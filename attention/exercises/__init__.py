@@ -11,6 +11,7 @@ each checker against both. ``CONTRIBUTING.md`` ("Adding a chapter") says how to 
 """
 from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, wrong
 from . import ch01  # noqa: F401
+from . import ch02  # noqa: F401
 from . import ch04  # noqa: F401
 from . import ch09  # noqa: F401
 
