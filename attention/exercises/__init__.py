@@ -13,6 +13,7 @@ from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right
 from . import ch01  # noqa: F401
 from . import ch02  # noqa: F401
 from . import ch04  # noqa: F401
+from . import ch03  # noqa: F401
 from . import ch09  # noqa: F401
 
 __all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "wrong"]
