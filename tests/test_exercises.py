@@ -2,7 +2,7 @@
 import pytest
 
 from attention import exercises
-from attention.exercises import EXERCISES, check
+from attention.exercises import EXERCISES, check, verdict
 
 
 def test_chapters_have_their_exercises():
@@ -16,8 +16,9 @@ def test_chapters_have_their_exercises():
 @pytest.mark.parametrize("key", sorted(EXERCISES))
 def test_checker_accepts_the_solution_and_refuses_a_wrong_answer(key, capsys):
     ex = EXERCISES[key]
-    good = check(key, ex.solution())
+    good = verdict(key, ex.solution())
     assert good.correct, f"exercise {key}: the solution is refused: {good.message}"
+    assert check(key, ex.solution()) is None  # prints the verdict once, returns nothing to display again
     bad = ex.check(ex.wrong_answer())
     assert not bad.correct and bad.message, f"exercise {key}: the wrong answer passes: {bad.message}"
     assert not ex.check(...).correct and "no answer yet" in ex.check(...).message
@@ -29,4 +30,4 @@ def test_a_raising_answer_is_wrong_not_a_crash():
     verdict = EXERCISES[key].check(lambda *a: 1 / 0)
     assert not verdict.correct
     with pytest.raises(KeyError, match="no exercise '0.0'"):
-        exercises.check("0.0", 1)
+        exercises.verdict("0.0", 1)

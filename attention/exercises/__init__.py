@@ -2,18 +2,15 @@
 
     from attention.exercises import check
     answer = ...                 # the reader's answer: a number, a list, a function ...
-    check("4.2", answer)         # prints ✓ or ✗ with the reason, and returns the Verdict
+    check("4.2", answer)         # prints ✓ or ✗ with the reason
 
 Each chapter's exercises live in ``attention/exercises/chNN.py``, registered with
 :func:`~attention.exercises.base.exercise`; every exercise carries its checker, its solution (what
 the website hides behind a toggle) and a typical wrong answer, and ``tests/test_exercises.py`` runs
-each checker against both. ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
+each checker against both (:func:`verdict` returns the verdict without printing it).
+``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
 """
-from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, wrong
-from . import ch01  # noqa: F401
-from . import ch02  # noqa: F401
-from . import ch04  # noqa: F401
-from . import ch03  # noqa: F401
-from . import ch09  # noqa: F401
+from . import ch01, ch02, ch03, ch04, ch09  # noqa: F401  (importing a chapter registers its exercises)
+from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, verdict, wrong
 
-__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "wrong"]
+__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "verdict", "wrong"]

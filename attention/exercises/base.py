@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "right", "wrong", "close_to"]
+__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to"]
 
 
 @dataclass
@@ -89,10 +89,13 @@ def close_to(value: Any, expected: float, tolerance: float, what: str) -> Verdic
     return wrong(f"{what} = {got:.4g} is not it (off by {got - expected:+.3g})")
 
 
-def check(key: str, answer: Any) -> Verdict:
-    """Check ``answer`` to exercise ``key`` and print the verdict (also returned)."""
+def verdict(key: str, answer: Any) -> Verdict:
+    """The verdict on ``answer`` to exercise ``key`` (nothing printed)."""
     if key not in EXERCISES:
         raise KeyError(f"no exercise {key!r}; exercises: {sorted(EXERCISES)}")
-    verdict = EXERCISES[key].check(answer)
-    print(verdict)
-    return verdict
+    return EXERCISES[key].check(answer)
+
+
+def check(key: str, answer: Any) -> None:
+    """Check ``answer`` to exercise ``key`` and print the verdict, once (see :func:`verdict`)."""
+    print(verdict(key, answer))
