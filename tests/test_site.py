@@ -11,8 +11,10 @@ Checked on every page of the table of contents (_toc.yml):
   stock-theme messages listed in KNOWN_THEME_ERRORS;
 * its formulas are rendered by MathJax (``mjx-container``, no ``mjx-merror``);
 * notebook pages link to Colab at the repository in _config.yml.
-And the chapter-4 explorer (notebooks/04-scores) changes its figure when its
-dropdown or its slider is moved, although the static page has no kernel.
+And on the pages with explorers (EXPLORER_PAGES), every control changes its
+figure although the static page has no kernel, and moving every control many
+times without waiting raises no error and ends on the right frame. On chapter 1,
+an exercise's solution is hidden until its toggle is clicked.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ EXPLORER_PAGE = "notebooks/04-scores.html"
 # Every page with an explorer (a Dropdown and a slider driving a figure).
 EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/03-bahdanau.html", "notebooks/09-global-local.html"]
 SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
+# A page with exercise solutions folded away (``:class: dropdown`` admonitions, sphinx-togglebutton).
+SOLUTION_PAGE = "book/01-preface.html"
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -267,6 +271,7 @@ def _settle(page, log: PageLog) -> None:
 def test_toc_lists_pages():
     assert PAGES and PAGES[0] == "book/index.html", PAGES
     assert set(EXPLORER_PAGES) <= set(PAGES), PAGES
+    assert SOLUTION_PAGE in PAGES, PAGES
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -302,12 +307,26 @@ def test_notebook_has_colab_link(open_page, doc):
 
 
 # ---------------------------------------------------------------------------
-# The chapter-4 explorer on the static page
+# The explorers on the static pages
 
+# The visible images under root, each named by a hash of its pixels: a static
+# explorer's Image views show their frame through a new blob: URL every time they
+# are created, so the URL does not say which frame is shown. "loading" while an
+# image has not been decoded yet.
 _VISIBLE_IMAGES_JS = """
 root => Array.from(root.querySelectorAll('img'))
     .filter(img => { const r = img.getBoundingClientRect(); return r.width > 0 && r.height > 0; })
-    .map(img => img.currentSrc || img.src)
+    .map(img => {
+        if (!img.complete || !img.naturalWidth) return 'loading';
+        const c = document.createElement('canvas');
+        c.width = img.naturalWidth; c.height = img.naturalHeight;
+        const ctx = c.getContext('2d');
+        ctx.drawImage(img, 0, 0);
+        const d = ctx.getImageData(0, 0, c.width, c.height).data;
+        let h = 2166136261;  // FNV-1a over every pixel
+        for (let i = 0; i < d.length; i++) { h ^= d[i]; h = Math.imul(h, 16777619) >>> 0; }
+        return c.width + 'x' + c.height + ':' + h.toString(16);
+    })
 """
 
 # The explorer around a control: its nearest ancestor that also holds an image.
@@ -327,13 +346,19 @@ def _explorer_around(page, control):
 
 
 def _visible_images(explorer) -> list[str]:
-    return explorer.evaluate(_VISIBLE_IMAGES_JS)
+    """Pixel hashes of the visible images, once all of them are decoded (up to 5 s)."""
+    for _ in range(50):
+        hashes = explorer.evaluate(_VISIBLE_IMAGES_JS)
+        if "loading" not in hashes:
+            return hashes
+        explorer.page.wait_for_timeout(100)
+    return hashes
 
 
 def _wait_for_change(page, explorer, before, what):
     for _ in range(50):
         after = _visible_images(explorer)
-        if after and after != before:
+        if after and "loading" not in after and after != before:
             return after
         page.wait_for_timeout(100)
     pytest.fail(f"the explorer's figure did not change after {what} (still {[s[:60] for s in before]})")
@@ -376,4 +401,76 @@ def test_explorer_changes_figure(open_page, explorer_page):
         assert _wait_for_change(page, explorer, before, f"pressing {key} on slider {i}") != before
     explorer.screenshot(path=str(SHOTS / f"explorer-{name}-after.png"))
 
+    assert not log.problems(), log.problems()
+
+
+# Every control of the page, moved many times inside one JavaScript task (no
+# waiting in between, as when a slider is dragged or a key is held down), then put
+# back where it started, still without waiting. Returns the number of controls.
+_BURST_JS = """
+() => {
+  const selects = Array.from(document.querySelectorAll('.cell_output .widget-dropdown select'));
+  const handles = Array.from(document.querySelectorAll('.cell_output .noUi-handle'));
+  const pick = (s, v) => { s.value = v; s.dispatchEvent(new Event('change', {bubbles: true})); };
+  const key = (h, k) => h.dispatchEvent(new KeyboardEvent('keydown', {key: k, bubbles: true, cancelable: true}));
+  const at = h => Number(h.getAttribute('aria-valuenow'));
+  const start = {selects: selects.map(s => s.value), handles: handles.map(at)};
+  for (let round = 0; round < 3; round++) {
+    selects.forEach(s => Array.from(s.options).forEach(o => pick(s, o.value)));
+    handles.forEach(h => ['ArrowRight', 'ArrowRight', 'ArrowLeft', 'ArrowRight', 'ArrowLeft',
+                          'ArrowLeft', 'ArrowLeft', 'ArrowRight'].forEach(k => key(h, k)));
+  }
+  selects.forEach((s, i) => pick(s, start.selects[i]));
+  handles.forEach((h, i) => {
+    for (let n = 0; n < 100 && at(h) !== start.handles[i]; n++) {
+      key(h, at(h) < start.handles[i] ? 'ArrowRight' : 'ArrowLeft');
+    }
+  });
+  return selects.length + handles.length;
+}
+"""
+
+
+@pytest.mark.parametrize("explorer_page", EXPLORER_PAGES)
+def test_explorer_survives_rapid_changes(open_page, explorer_page):
+    """Moving every control many times without waiting raises no error (the static
+    explorers' nested Stack widgets create and remove child views asynchronously:
+    the race book/_ext/static_site.py guards) and ends on the frame it started from."""
+    page, log = open_page(explorer_page)
+    before = _visible_images(page.locator("body"))
+    assert before and "loading" not in before, f"{explorer_page}: no figure rendered"
+    for _ in range(3):
+        assert page.evaluate(_BURST_JS), f"{explorer_page}: no control rendered (widgets blank?)"
+        page.wait_for_timeout(20)
+    after = before
+    for _ in range(50):  # let the last views settle
+        page.wait_for_timeout(100)
+        after = page.locator("body").evaluate(_VISIBLE_IMAGES_JS)
+        if after == before:
+            break
+    page.wait_for_timeout(300)  # late errors of the last updates
+    assert not log.problems(), f"{explorer_page}: {log.problems()}"
+    assert after == before, (
+        f"{explorer_page}: every control is back at its start, but the figures differ "
+        f"({len(before)} images before, {len(after)} after)")
+
+
+def test_solution_toggle(open_page):
+    """An exercise's solution is hidden until the reader opens its toggle; the
+    toggle's script and style come from the site itself (open_page fails on any
+    request that leaves 127.0.0.1)."""
+    page, log = open_page(SOLUTION_PAGE)
+    solution = page.locator(".admonition.dropdown").filter(has_text="Solution").first
+    assert solution.count(), f"{SOLUTION_PAGE}: no folded solution (:class: dropdown admonition)"
+    body = solution.locator(":scope > :not(.admonition-title)").first
+    solution.scroll_into_view_if_needed()
+    assert body.is_hidden(), f"{SOLUTION_PAGE}: the solution is shown before its toggle is clicked"
+    button = solution.locator(".toggle-button")
+    assert button.count() == 1, f"{SOLUTION_PAGE}: the solution has no toggle button"
+    assert button.get_attribute("aria-expanded") == "false"
+    button.click()
+    body.wait_for(state="visible", timeout=5_000)
+    assert button.get_attribute("aria-expanded") == "true"
+    button.click()
+    body.wait_for(state="hidden", timeout=5_000)
     assert not log.problems(), log.problems()

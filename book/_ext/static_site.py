@@ -12,7 +12,7 @@
   "Identifier 'THEBE_JS_URL' has already been declared".
 * On pages with widgets (the vendored ``vendor/embed-amd.js`` of
   @jupyter-widgets/html-manager 1.0.6), adds two small inline scripts in front of
-  it:
+  it,
   - the asset path of the widget manager: it loads its fonts relative to its
     RequireJS module id, i.e. from ``<page folder>/@jupyter-widgets/html-manager/dist/``
     (404); a RequireJS ``paths`` config and ``__jupyter_widgets_assets_path__``
@@ -22,6 +22,20 @@
     the site uses MathJax 3, which has no ``Hub``: every widget label threw
     "Cannot read properties of undefined (reading 'Queue')". The shim maps it to
     MathJax 3's ``typesetPromise``.
+  and one right behind it, once its modules are defined:
+  - a guard for the explorers' ``Stack`` widgets (ipywidgets 8): a Stack renders
+    only its selected child, so every change of ``selected_index`` removes the old
+    child view and creates a new one, asynchronously. When a control moves again
+    before that has settled (a slider dragged or keys held down), two races in
+    @jupyter-widgets/base and /controls threw:
+    "Cannot read properties of null (reading 'processLuminoMessage')" -- the Stack
+    posts a resize message to each new child once it is created, and when that
+    child was already removed by the next change, the message is delivered to a
+    disposed Lumino widget whose ``_view`` is null; and "Could not add child view
+    to box" -- a nested Stack removed while its own child was still being created
+    then inserts that child into its disposed panel. The guard drops messages to
+    disposed widgets and lets a disposed panel dispose a late child instead of
+    throwing. The frame finally shown was always right; only the errors are gone.
 """
 
 from __future__ import annotations
@@ -89,6 +103,56 @@ MATHJAX2_HUB_SHIM_JS = """(function () {
 })();"""
 
 
+# Runs right after vendor/embed-amd.js (which defines the AMD module
+# @jupyter-widgets/base): patches its Lumino widget classes; the methods are looked
+# up at call time, so views created before or after this are all covered.
+STACK_RACE_GUARD_JS = """(function () {
+  if (typeof window.require !== 'function') { return; }
+  window.require(['@jupyter-widgets/base'], function (base) {
+    // 1. A message posted to a widget that was disposed before the message loop
+    //    delivered it: drop it (the stock processMessage reads this._view, now null).
+    [base.JupyterLuminoWidget, base.JupyterLuminoPanelWidget].forEach(function (W) {
+      var process = W && W.prototype.processMessage;
+      if (!process || process.attentionGuard) { return; }
+      var guarded = function (msg) {
+        if (this.isDisposed || !this._view) { return; }
+        return process.call(this, msg);
+      };
+      guarded.attentionGuard = true;
+      W.prototype.processMessage = guarded;
+    });
+    // 2. A child view that finishes rendering after its box was removed: a disposed
+    //    panel has no children and disposes a widget added to it, which removes
+    //    the late view (the stock code throws "Could not add child view to box").
+    var P = base.JupyterLuminoPanelWidget && base.JupyterLuminoPanelWidget.prototype;
+    if (!P || P.attentionGuard) { return; }
+    P.attentionGuard = true;
+    var widgets = null;
+    for (var o = Object.getPrototypeOf(P); o && !widgets; o = Object.getPrototypeOf(o)) {
+      widgets = Object.getOwnPropertyDescriptor(o, 'widgets') || null;
+    }
+    if (widgets && widgets.get) {
+      Object.defineProperty(P, 'widgets', {
+        configurable: true,
+        get: function () { return this.isDisposed ? [] : widgets.get.call(this); }
+      });
+    }
+    ['addWidget', 'insertWidget'].forEach(function (name) {
+      var add = P[name];
+      if (typeof add !== 'function') { return; }
+      P[name] = function () {
+        if (this.isDisposed) {
+          var late = arguments[arguments.length - 1];
+          if (late && typeof late.dispose === 'function') { late.dispose(); }
+          return;
+        }
+        return add.apply(this, arguments);
+      };
+    });
+  });
+})();"""
+
+
 def _script_key(js):
     if not hasattr(js, "attributes"):  # old-style plain string entry
         return ("str", str(js))
@@ -115,15 +179,20 @@ def _page_scripts(app, pagename, templatename, context, doctree):
     def is_manager(js):
         return os.fspath(getattr(js, "filename", None) or "").endswith(WIDGET_MANAGER)
 
-    if any(is_manager(js) for js in out):
+    manager = next((js for js in out if is_manager(js)), None)
+    if manager is not None:
         # Inline <script> objects of the same type Sphinx uses; created through
         # add_js_file so no private class is imported, then moved in place.
+        # Sphinx sorts the scripts by priority (a stable sort) after this event:
+        # the guard takes the manager's priority and the place right behind it.
         before = len(app.builder._js_files)
         app.add_js_file(None, body=ASSETS_PATH_JS, priority=400)
         app.add_js_file(None, body=MATHJAX2_HUB_SHIM_JS, priority=400)
-        extra = app.builder._js_files[before:]
+        app.add_js_file(None, body=STACK_RACE_GUARD_JS, priority=getattr(manager, "priority", 500))
+        *extra, guard = app.builder._js_files[before:]
         del app.builder._js_files[before:]
         out = extra + out
+        out.insert(out.index(manager) + 1, guard)  # needs the modules embed-amd.js defines
     context["script_files"] = out
 
 
