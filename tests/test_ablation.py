@@ -108,3 +108,12 @@ def test_converged_ablation_writes_its_record_only_when_complete(tmp_path):
     assert summary["bleu"]["n"] == 2 and len(summary["bleu"]["values"]) == 2
     assert {r["seed"] for r in record["metrics"]["runs"]} == {0, 1}
     assert "global-dot" in record["metrics"]["trimmed"] and results.load_result("ablation-converged-test", tmp_path)
+
+
+def test_partial_runs_see_the_pieces_another_process_wrote(tmp_path):
+    from attention.results import PartialRuns
+    a, b = PartialRuns("shared", {"lr": 1}, tmp_path), PartialRuns("shared", {"lr": 1}, tmp_path)
+    a.add("hsk/x/seed0", {"bleu": 1.0})
+    assert "hsk/x/seed0" in b and b.get("hsk/x/seed0") == {"bleu": 1.0}  # b re-reads the file
+    b.add("hsk/x/seed1", {"bleu": 2.0})
+    assert "hsk/x/seed1" in a and len(PartialRuns("shared", {"lr": 1}, tmp_path)) == 2

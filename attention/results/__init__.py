@@ -189,14 +189,28 @@ class PartialRuns:
         self.path = Path(directory or RESULTS_DIR) / "partial" / f"{name}.jsonl"
         self.recipe = json.loads(json.dumps(recipe))
         self._rows: dict[str, dict] = {}
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    if row.get("recipe") == self.recipe:
-                        self._rows[row["key"]] = row["result"]
+        self._read_up_to = 0  # bytes of the file already read
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the pieces another process appended since the last read (two processes may
+        share one file, each taking the pieces that are not there yet)."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as f:
+            f.seek(self._read_up_to)
+            data = f.read()
+        complete = data[:data.rfind(b"\n") + 1]  # a line still being written is read next time
+        self._read_up_to += len(complete)
+        for line in complete.decode().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row.get("recipe") == self.recipe:
+                    self._rows[row["key"]] = row["result"]
 
     def __contains__(self, key: str) -> bool:
+        if key not in self._rows:
+            self.refresh()
         return key in self._rows
 
     def __len__(self) -> int:
@@ -212,6 +226,7 @@ class PartialRuns:
         if problems:
             raise ValueError(f"piece {key!r} has non-finite numbers at {problems}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.refresh()  # keep the read position at the end of what others wrote
         with self.path.open("a") as f:
             f.write(json.dumps({"key": key, "recipe": self.recipe, "result": result}, ensure_ascii=False) + "\n")
-        self._rows[key] = result
+        self._rows[key] = result  # the next refresh reads this line again: same key, same result
