@@ -26,7 +26,7 @@ from .results import PartialRuns, mean_sd, record_result
 from .scores import SCORES, is_content_based
 
 __all__ = ["Variant", "VARIANTS", "BUDGETS", "CONVERGED", "build_variant", "match_budget", "run_ablation",
-           "run_converged", "converged_variants"]
+           "run_converged", "converged_variants", "converged_status"]
 
 SCORE_NAMES = list(SCORES)  # every score of chapter 4
 
@@ -207,6 +207,17 @@ def _run_one(v: Variant, pair: str, data, recipe: dict, seed: int, device) -> di
         row["aer"] = None if v.attention is None else alignment_error_rate(model, data)
         row["aer_aligned"] = None if v.attention is None else alignment_error_rate(model, data, aligned_only=True)
     return row
+
+
+def converged_status(budget: str = "converged", directory: str | Path | None = None) -> dict[str, list[str]]:
+    """``{"done": [...], "missing": [...]}``: the pieces (pair/variant/seed) of a converged budget."""
+    if budget not in BUDGETS or "variants" not in BUDGETS[budget]:
+        raise ValueError(f"unknown converged budget {budget!r}; choose 'converged' or 'converged-test'")
+    recipe = BUDGETS[budget]
+    done = PartialRuns(f"ablation-{budget}", recipe, directory)
+    keys = [f"{p}/{v.name}/seed{s}" for p in recipe["pairs"] for s in recipe["seeds"]
+            for v in converged_variants(recipe)]
+    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
 
 
 def run_converged(budget: str = "converged", pairs: list[str] | None = None, seeds: list[int] | None = None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from .ablation import BUDGETS, run_ablation, run_converged
+from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
 
@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     abl.add_argument("--seed", type=int, default=0, help="budgets 'small' and 'test'")
     abl.add_argument("--pair", action="append", default=None,
                      help="converged budgets: run only this pair (hsk, ding, dates); repeatable")
+    abl.add_argument("--status", action="store_true",
+                     help="converged budgets: list the pieces done and missing, run nothing")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
     for p in (conv, abl, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
@@ -50,7 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"(best epoch {m['best_epoch']['mean']:.1f} of {m['epochs_run']['mean']:.1f})")
             print(f"recorded hsk-convergence in {args.results_dir or RESULTS_DIR}")
     elif args.command == "ablation":
-        if "variants" in BUDGETS[args.budget]:  # resumable: runs what is missing
+        if args.status and "variants" in BUDGETS[args.budget]:
+            status = converged_status(args.budget, args.results_dir)
+            print(f"{len(status['done'])} pieces done, {len(status['missing'])} missing")
+            for key in status["missing"]:
+                print("  missing", key)
+        elif "variants" in BUDGETS[args.budget]:  # resumable: runs what is missing
             record = run_converged(args.budget, pairs=args.pair, directory=args.results_dir, progress=True)
             if record is None:
                 print("pieces still missing (other pairs, or another process): run again to resume")

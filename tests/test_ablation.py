@@ -117,3 +117,16 @@ def test_partial_runs_see_the_pieces_another_process_wrote(tmp_path):
     assert "hsk/x/seed0" in b and b.get("hsk/x/seed0") == {"bleu": 1.0}  # b re-reads the file
     b.add("hsk/x/seed1", {"bleu": 2.0})
     assert "hsk/x/seed1" in a and len(PartialRuns("shared", {"lr": 1}, tmp_path)) == 2
+
+
+def test_status_lists_done_and_missing_pieces(tmp_path):
+    from attention.ablation import converged_status, run_converged
+    run_converged("converged-test", seeds=[0], directory=tmp_path)
+    status = converged_status("converged-test", tmp_path)
+    assert status["done"] == ["dates/global-general+feed/seed0", "dates/local-p-dot/seed0"]
+    assert status["missing"] == ["dates/global-general+feed/seed1", "dates/local-p-dot/seed1"]
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "attention", "ablation", "--budget", "converged-test", "--status",
+                          "--results-dir", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "2 pieces done, 2 missing" in out and "missing dates/local-p-dot/seed1" in out
