@@ -25,7 +25,7 @@ from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
 from .results import PartialRuns, mean_sd, record_result
 from .scores import SCORES, is_content_based
 
-__all__ = ["Variant", "VARIANTS", "BUDGETS", "CONVERGED", "build_variant", "match_budget", "run_ablation",
+__all__ = ["Variant", "VARIANTS", "BUDGETS", "CONVERGED", "PAIR_KEYS", "build_variant", "match_budget", "run_ablation",
            "run_converged", "converged_variants", "converged_status"]
 
 SCORE_NAMES = list(SCORES)  # every score of chapter 4
@@ -160,9 +160,18 @@ CONVERGED = {
     "variants": ["none+feed", "bahdanau-additive", "global-dot+feed", "global-general+feed",
                  "global-concat+feed", "global-additive+feed", "global-location+feed", "global-general",
                  "local-m-general+feed", "local-p-general+feed"],
-    "max_epochs": 30, "patience": 3, "batch_size": 32, "lr": 3e-3, "window": 3,
-    "hidden_dim": 64, "dropout": 0.3, "ding_n": 6000, "ding_min_freq": 2,
-    "dates_n": 4000, "dates_hidden_dim": 48, "dates_dropout": 0.1,
+    "max_epochs": 30, "batch_size": 32, "lr": 3e-3, "window": 3,
+    "patience": 5, "hidden_dim": 64, "dropout": 0.3,  # HSK and Ding (validation BLEU is noisy)
+    "ding_n": 6000, "ding_min_freq": 2,
+    "dates_n": 4000, "dates_hidden_dim": 48, "dates_dropout": 0.1, "dates_patience": 3,
+}
+#: the recipe keys each pair's pieces depend on: a piece is reused only under the same values
+PAIR_KEYS = {
+    "hsk": ["max_epochs", "batch_size", "lr", "window", "patience", "hidden_dim", "dropout"],
+    "ding": ["max_epochs", "batch_size", "lr", "window", "patience", "hidden_dim", "dropout",
+             "ding_n", "ding_min_freq"],
+    "dates": ["max_epochs", "batch_size", "lr", "window", "dates_patience", "dates_hidden_dim",
+              "dates_dropout", "dates_n"],
 }
 BUDGETS["converged"] = CONVERGED
 BUDGETS["converged-test"] = CONVERGED | {
@@ -196,7 +205,8 @@ def _run_one(v: Variant, pair: str, data, recipe: dict, seed: int, device) -> di
     model = build_variant(v, data, h, recipe["window"], seed, embed_dim=hidden,
                           dropout=recipe["dates_dropout" if dates else "dropout"]).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+                  seed=seed, device=device, progress=False,
+                  patience=recipe["dates_patience" if dates else "patience"])
     row = {"hidden_dim": h, "parameters": count(model), "bleu": evaluate(model, data)["bleu"].score,
            "valid_bleu": history.epochs[history.best_epoch - 1]["valid_bleu"],
            "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
@@ -214,10 +224,18 @@ def converged_status(budget: str = "converged", directory: str | Path | None = N
     if budget not in BUDGETS or "variants" not in BUDGETS[budget]:
         raise ValueError(f"unknown converged budget {budget!r}; choose 'converged' or 'converged-test'")
     recipe = BUDGETS[budget]
-    done = PartialRuns(f"ablation-{budget}", recipe, directory)
+    stores = _stores(budget, recipe, directory)
     keys = [f"{p}/{v.name}/seed{s}" for p in recipe["pairs"] for s in recipe["seeds"]
             for v in converged_variants(recipe)]
-    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+    done = [k for k in keys if k in stores[k.split("/")[0]]]
+    return {"done": done, "missing": [k for k in keys if k not in done]}
+
+
+def _stores(budget: str, recipe: dict, directory) -> dict[str, PartialRuns]:
+    """One store of finished pieces per pair, stamped with the recipe keys that pair depends on,
+    so that changing (say) the Ding recipe keeps the HSK and date pieces."""
+    return {pair: PartialRuns(f"ablation-{budget}-{pair}", {k: recipe[k] for k in PAIR_KEYS[pair]}, directory)
+            for pair in recipe["pairs"]}
 
 
 def run_converged(budget: str = "converged", pairs: list[str] | None = None, seeds: list[int] | None = None,
@@ -233,11 +251,11 @@ def run_converged(budget: str = "converged", pairs: list[str] | None = None, see
     recipe = BUDGETS[budget]
     variants = converged_variants(recipe)
     device = setup(0)
-    done = PartialRuns(f"ablation-{budget}", recipe, directory)
+    stores = _stores(budget, recipe, directory)
     for pair in pairs or recipe["pairs"]:
         if pair not in recipe["pairs"]:
             raise ValueError(f"pair {pair!r} is not in budget {budget!r} ({recipe['pairs']})")
-        data = None
+        done, data = stores[pair], None
         for seed in seeds if seeds is not None else recipe["seeds"]:
             for v in variants:
                 key = f"{pair}/{v.name}/seed{seed}"
@@ -250,10 +268,10 @@ def run_converged(budget: str = "converged", pairs: list[str] | None = None, see
                 if progress:
                     print(key, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in row.items()}, flush=True)
     keys = [f"{p}/{v.name}/seed{s}" for p in recipe["pairs"] for v in variants for s in recipe["seeds"]]
-    if any(k not in done for k in keys):
+    if any(k not in stores[k.split("/")[0]] for k in keys):
         return None
     runs = [{"pair": k.split("/")[0], "variant": k.split("/")[1], "seed": int(k.split("/seed")[1]),
-             **done.get(k)} for k in keys]
+             **stores[k.split("/")[0]].get(k)} for k in keys]
     summary: dict = {}
     for pair in recipe["pairs"]:
         for v in variants:

@@ -130,3 +130,13 @@ def test_status_lists_done_and_missing_pieces(tmp_path):
     out = subprocess.run([sys.executable, "-m", "attention", "ablation", "--budget", "converged-test", "--status",
                           "--results-dir", str(tmp_path)], capture_output=True, text=True, check=True).stdout
     assert "2 pieces done, 2 missing" in out and "missing dates/local-p-dot/seed1" in out
+
+
+def test_a_pairs_pieces_survive_a_change_to_another_pairs_recipe(tmp_path, monkeypatch):
+    from attention.ablation import BUDGETS, converged_status, run_converged
+    run_converged("converged-test", seeds=[0], directory=tmp_path)
+    assert len(converged_status("converged-test", tmp_path)["done"]) == 2
+    monkeypatch.setitem(BUDGETS, "converged-test", BUDGETS["converged-test"] | {"ding_n": 17000, "patience": 9})
+    assert len(converged_status("converged-test", tmp_path)["done"]) == 2  # Ding/HSK keys: dates pieces kept
+    monkeypatch.setitem(BUDGETS, "converged-test", BUDGETS["converged-test"] | {"dates_hidden_dim": 12})
+    assert converged_status("converged-test", tmp_path)["done"] == []  # their own recipe changed: redone
