@@ -187,7 +187,7 @@ def converged_variants(recipe: dict) -> list[Variant]:
     return [by_name[n] for n in recipe["variants"]]
 
 
-def _pair_data(pair: str, recipe: dict, seed: int):
+def _pair_data(pair: str, recipe: dict):
     """The data of a pair; the split is fixed (seed 0) so that seeds vary only the training."""
     if pair == "hsk":
         return hsk_data(seed=0)
@@ -261,7 +261,7 @@ def run_converged(budget: str = "converged", pairs: list[str] | None = None, see
                 key = f"{pair}/{v.name}/seed{seed}"
                 if key in done:
                     continue
-                data = data or _pair_data(pair, recipe, seed)
+                data = data or _pair_data(pair, recipe)
                 setup(seed)
                 row = _run_one(v, pair, data, recipe, seed, device)
                 done.add(key, row)

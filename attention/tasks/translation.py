@@ -50,7 +50,7 @@ class TranslationData(Task):
 
     def validation_metric(self, model: nn.Module) -> float:
         """Corpus BLEU of greedy translations of the validation split (lowercased)."""
-        return self.evaluate(model, self.valid, edges=(1, 10 ** 6))["bleu"].score
+        return self.evaluate(model, self.valid, edges=None)["bleu"].score
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         return batches(self.train, self.src_vocab, self.tgt_vocab, batch_size, shuffle=True,
@@ -64,16 +64,16 @@ class TranslationData(Task):
         return sequence_loss(model, batch), int((batch.tgt_out != model.cfg.pad_id).sum())
 
     def evaluate(self, model: nn.Module, examples: Sequence | None = None,
-                 edges: Sequence[int] = (1, 7, 10, 13, 100), beam_size: int = 1) -> dict:
+                 edges: Sequence[int] | None = (1, 7, 10, 13, 100), beam_size: int = 1) -> dict:
         """Corpus BLEU (lowercased, since the vocabulary is: sacreBLEU's ``case:lc``), BLEU by
-        source length, and the translations."""
+        source length (none when ``edges`` is None), and the translations."""
         pairs = self.test if examples is None else examples
         done = translate(model, pairs, self, beam_size=beam_size)
         hyps = [t.text for t in done]
         refs = [t.reference for t in done]  # sacreBLEU lowercases both sides: the signature says case:lc
         bleu: BleuResult = corpus_bleu(hyps, refs, self.tgt_lang, lowercase=True)
-        by_length = bleu_by_length(hyps, refs, [len(t.source) for t in done], edges, self.tgt_lang,
-                                   lowercase=True)
+        by_length = [] if edges is None else bleu_by_length(hyps, refs, [len(t.source) for t in done], edges,
+                                                            self.tgt_lang, lowercase=True)
         return {"bleu": bleu, "by_length": by_length, "translations": done}
 
     def fingerprint(self) -> dict:
