@@ -107,7 +107,7 @@ def test_converged_ablation_writes_its_record_only_when_complete(tmp_path):
     summary = record["metrics"]["summary"]["dates"]["global-general+feed"]
     assert summary["bleu"]["n"] == 2 and len(summary["bleu"]["values"]) == 2
     assert {r["seed"] for r in record["metrics"]["runs"]} == {0, 1}
-    assert "global-dot" in record["metrics"]["trimmed"] and results.load_result("ablation-converged-test", tmp_path)
+    assert "global-dot" in record["metrics"]["trimmed"]["dates"] and results.load_result("ablation-converged-test", tmp_path)
 
 
 def test_partial_runs_see_the_pieces_another_process_wrote(tmp_path):
@@ -140,3 +140,18 @@ def test_a_pairs_pieces_survive_a_change_to_another_pairs_recipe(tmp_path, monke
     assert len(converged_status("converged-test", tmp_path)["done"]) == 2  # Ding/HSK keys: dates pieces kept
     monkeypatch.setitem(BUDGETS, "converged-test", BUDGETS["converged-test"] | {"dates_hidden_dim": 12})
     assert converged_status("converged-test", tmp_path)["done"] == []  # their own recipe changed: redone
+
+
+def test_raising_the_epoch_cap_keeps_pieces_that_stopped_early_and_redoes_capped_ones(tmp_path, monkeypatch):
+    from attention.ablation import BUDGETS, _stores, converged_status
+    recipe = BUDGETS["converged-test"]
+    store = _stores("converged-test", recipe, tmp_path)["dates"]
+    store.add("dates/global-general+feed/seed0", {"best_epoch": 1, "stopped": "early stopping: no better ..."})
+    store.add("dates/local-p-dot/seed0", {"best_epoch": 2, "stopped": "max_epochs=2 reached"})
+    assert len(converged_status("converged-test", tmp_path)["done"]) == 2
+    monkeypatch.setitem(BUDGETS, "converged-test", recipe | {"max_epochs": {"dates": 5}})
+    assert converged_status("converged-test", tmp_path)["done"] == ["dates/global-general+feed/seed0"]
+    monkeypatch.setitem(BUDGETS, "converged-test", recipe | {"max_epochs": {"dates": 1}})  # a lower cap: redo all
+    assert converged_status("converged-test", tmp_path)["done"] == []
+    monkeypatch.setitem(BUDGETS, "converged-test", recipe | {"max_epochs": {"dates": 5}, "dates_n": 300})
+    assert converged_status("converged-test", tmp_path)["done"] == []  # another recipe: nothing reused

@@ -26,7 +26,7 @@ import json
 import math
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy
 import torch
@@ -181,13 +181,17 @@ class PartialRuns:
 
     One JSON line per finished piece in ``<directory>/partial/<name>.jsonl``, keyed by a string
     (e.g. ``"hsk/global-general+feed/seed1"``) and stamped with the recipe: a piece recorded
-    under another recipe is not reused. Commit the file with the results as they land; when
+    under another recipe is not reused, unless ``reuse(old_recipe, result)`` says the piece would
+    be the same under this recipe (e.g. a run that stopped early, before a lower epoch cap, runs
+    the same updates under a higher one). Commit the file with the results as they land; when
     every piece is there, the command writes the record and the partial file can go.
     """
 
-    def __init__(self, name: str, recipe: dict, directory: str | Path | None = None):
+    def __init__(self, name: str, recipe: dict, directory: str | Path | None = None,
+                 reuse: Callable[[dict, dict], bool] | None = None):
         self.path = Path(directory or RESULTS_DIR) / "partial" / f"{name}.jsonl"
         self.recipe = json.loads(json.dumps(recipe))
+        self.reuse = reuse
         self._rows: dict[str, dict] = {}
         self._read_up_to = 0  # bytes of the file already read
         self.refresh()
@@ -206,6 +210,9 @@ class PartialRuns:
             if line.strip():
                 row = json.loads(line)
                 if row.get("recipe") == self.recipe:
+                    self._rows[row["key"]] = row["result"]
+                elif self.reuse is not None and row["key"] not in self._rows \
+                        and self.reuse(row.get("recipe") or {}, row["result"]):
                     self._rows[row["key"]] = row["result"]
 
     def __contains__(self, key: str) -> bool:
