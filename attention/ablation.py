@@ -25,7 +25,7 @@ from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
 from .results import PartialRuns, mean_sd, record_result
 from .scores import SCORES, is_content_based
 
-__all__ = ["Variant", "VARIANTS", "BUDGETS", "CONVERGED", "PAIR_KEYS", "build_variant", "match_budget", "run_ablation",
+__all__ = ["Variant", "VARIANTS", "BUDGETS", "CONVERGED", "PAIR_KEYS", "build_variant", "match_budget", "exact_match", "run_ablation",
            "run_converged", "converged_variants", "converged_status"]
 
 SCORE_NAMES = list(SCORES)  # every score of chapter 4
@@ -103,6 +103,21 @@ def match_budget(variant: Variant, data, hidden_dim: int, window: int, tolerance
     return best
 
 
+def _train(v: Variant, data, hidden: int, window: int, dropout: float, epochs: int, seed: int, device,
+           **fit_args):
+    """Build ``v`` at the parameter budget of the reference at ``hidden`` and train it (``fit``)."""
+    h = match_budget(v, data, hidden, window)
+    model = build_variant(v, data, h, window, seed, embed_dim=hidden, dropout=dropout).to(device)
+    history = fit(model, data, epochs=epochs, seed=seed, device=device, progress=False, **fit_args)
+    return model, history
+
+
+def exact_match(model, data) -> float:
+    """The share of test sentences translated exactly (greedy decoding), the date task's accuracy."""
+    outputs = translate(model, data.test, data)
+    return sum(o.hypothesis == list(p.tgt) for o, p in zip(outputs, data.test)) / len(outputs)
+
+
 def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] | None = None,
                  directory: str | Path | None = None, progress: bool = False) -> dict:
     """Train and evaluate ``variants`` (default: all) and return the record. It is written (in
@@ -116,26 +131,20 @@ def run_ablation(budget: str = "small", seed: int = 0, variants: list[Variant] |
     start = time.perf_counter()
     hsk = hsk_data(seed=seed) if recipe["hsk_epochs"] else None
     dates = dates_data(n=recipe["dates_n"], seed=seed)
-    fit_args = dict(batch_size=recipe["batch_size"], lr=recipe["lr"], seed=seed, device=device,
-                    progress=False)
     results = []
     for v in variants:
         row = {"variant": v.name, "attention": v.attention, "local": v.local,
                "input_feeding": v.input_feeding, "decoder": v.decoder}
         if hsk is not None:
-            h = match_budget(v, hsk, recipe["hidden_dim"], recipe["window"])
-            model = build_variant(v, hsk, h, recipe["window"], seed, embed_dim=recipe["hidden_dim"],
-                                  dropout=recipe["dropout"]).to(device)
-            history = fit(model, hsk, epochs=recipe["hsk_epochs"], **fit_args)
-            row |= {"hidden_dim": h, "parameters": count(model), "bleu": evaluate(model, hsk)["bleu"].score,
+            model, history = _train(v, hsk, recipe["hidden_dim"], recipe["window"], recipe["dropout"],
+                                    recipe["hsk_epochs"], seed, device, batch_size=recipe["batch_size"], lr=recipe["lr"])
+            row |= {"hidden_dim": model.cfg.hidden_dim, "parameters": count(model),
+                    "bleu": evaluate(model, hsk)["bleu"].score,
                     "train_seconds": round(history.seconds, 1), "best_epoch": history.best_epoch}
-        h = match_budget(v, dates, recipe["dates_hidden_dim"], recipe["window"])
-        model = build_variant(v, dates, h, recipe["window"], seed, embed_dim=recipe["dates_hidden_dim"],
-                              dropout=recipe["dates_dropout"]).to(device)
-        history = fit(model, dates, epochs=recipe["dates_epochs"], **fit_args)
-        outputs = translate(model, dates.test, dates)
-        row |= {"dates_hidden_dim": h, "dates_parameters": count(model),
-                "dates_accuracy": sum(o.hypothesis == list(p.tgt) for o, p in zip(outputs, dates.test)) / len(outputs),
+        model, history = _train(v, dates, recipe["dates_hidden_dim"], recipe["window"], recipe["dates_dropout"],
+                                recipe["dates_epochs"], seed, device, batch_size=recipe["batch_size"], lr=recipe["lr"])
+        row |= {"dates_hidden_dim": model.cfg.hidden_dim, "dates_parameters": count(model),
+                "dates_accuracy": exact_match(model, dates),
                 "aer": None if v.attention is None else alignment_error_rate(model, dates),
                 "aer_aligned": None if v.attention is None else alignment_error_rate(model, dates, aligned_only=True),
                 "dates_train_seconds": round(history.seconds, 1)}
@@ -213,20 +222,16 @@ def _pair_data(pair: str, recipe: dict):
 
 def _run_one(v: Variant, pair: str, data, recipe: dict, seed: int, device) -> dict:
     dates = pair == "dates"
-    hidden = recipe["dates_hidden_dim"] if dates else recipe["hidden_dim"]
-    h = match_budget(v, data, hidden, recipe["window"])
-    model = build_variant(v, data, h, recipe["window"], seed, embed_dim=hidden,
-                          dropout=recipe["dates_dropout" if dates else "dropout"]).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"][pair], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False,
-                  patience=recipe["dates_patience" if dates else "patience"])
-    row = {"hidden_dim": h, "parameters": count(model), "bleu": evaluate(model, data)["bleu"].score,
+    model, history = _train(v, data, recipe["dates_hidden_dim" if dates else "hidden_dim"], recipe["window"],
+                            recipe["dates_dropout" if dates else "dropout"], recipe["max_epochs"][pair], seed, device,
+                            batch_size=recipe["batch_size"], lr=recipe["lr"],
+                            patience=recipe["dates_patience" if dates else "patience"])
+    row = {"hidden_dim": model.cfg.hidden_dim, "parameters": count(model), "bleu": evaluate(model, data)["bleu"].score,
            "valid_bleu": history.epochs[history.best_epoch - 1]["valid_bleu"],
            "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
            "train_seconds": round(history.seconds, 1)}
     if dates:
-        outputs = translate(model, data.test, data)
-        row["accuracy"] = sum(o.hypothesis == list(p.tgt) for o, p in zip(outputs, data.test)) / len(outputs)
+        row["accuracy"] = exact_match(model, data)
         row["aer"] = None if v.attention is None else alignment_error_rate(model, data)
         row["aer_aligned"] = None if v.attention is None else alignment_error_rate(model, data, aligned_only=True)
     return row
@@ -307,12 +312,19 @@ def run_converged(budget: str = "converged", pairs: list[str] | None = None, see
             cell["parameters"] = rows[0]["parameters"]
             cell["converged"] = all(r["best_epoch"] < r["epochs_run"] for r in rows)
             summary.setdefault(pair, {})[v.name] = cell
+    data = {}
+    for pair in recipe["pairs"]:  # what each pair trained and tested on, for the chapters to print
+        d = _pair_data(pair, recipe)
+        lengths = [len(p.src) for p in d.test]
+        data[pair] = {"name": d.name, "train": len(d.train), "valid": len(d.valid), "test": len(d.test),
+                      "test_source_tokens": mean_sd(lengths)["mean"],
+                      "vocab": {"source": len(d.src_vocab), "target": len(d.tgt_vocab)}}
     trimmed = {pair: [v.name for v in VARIANTS if v not in converged_variants(recipe, pair)]
                for pair in recipe["pairs"]}
     return record_result(
         f"ablation-{budget}", command=f"python -m attention ablation --budget {budget}",
         recipe=recipe, seeds=list(recipe["seeds"]),
-        metrics={"reference": REFERENCE.name, "trimmed": trimmed, "summary": summary, "runs": runs},
+        metrics={"reference": REFERENCE.name, "trimmed": trimmed, "data": data, "summary": summary, "runs": runs},
         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
         notes="wall_seconds adds up the training time of every piece; the pieces ran in two processes, "
               "possibly over several sessions")

@@ -155,3 +155,13 @@ def test_raising_the_epoch_cap_keeps_pieces_that_stopped_early_and_redoes_capped
     assert converged_status("converged-test", tmp_path)["done"] == []
     monkeypatch.setitem(BUDGETS, "converged-test", recipe | {"max_epochs": {"dates": 5}, "dates_n": 300})
     assert converged_status("converged-test", tmp_path)["done"] == []  # another recipe: nothing reused
+
+
+def test_beyond_spread_compares_the_gap_with_the_two_sds_added():
+    from attention.results import beyond_spread, difference, mean_sd
+    a, b = mean_sd([5.0, 5.5, 6.0]), mean_sd([3.0, 3.5, 4.0])  # sd 0.5 each, gap 2.0 > 1.0
+    assert beyond_spread(a, b) and difference(a, b) == "+2.00 (beyond the seed spread)"
+    c = mean_sd([4.0, 4.5, 5.0])  # gap 1.0, not larger than 0.5 + 0.5
+    assert not beyond_spread(a, c) and difference(c, a) == "-1.00 (within the seed spread)"
+    with pytest.raises(ValueError, match="single value"):
+        beyond_spread(mean_sd([1.0]), a)

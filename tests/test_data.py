@@ -440,3 +440,16 @@ def test_real_corpora(capsys):
     assert len(ding) == 17349
     assert sorted(len(p.meta["src_text"].split()) for p in ding)[len(ding) // 2] == 7
     assert all(p.src and p.tgt for p in hsk + ding)
+
+
+def test_common_word_pairs_keeps_pairs_whose_every_word_is_frequent_on_its_side():
+    from attention.data.translation import Pair
+    from attention.tasks.translation import common_word_pairs
+    pairs = [Pair(("ich", "bin"), ("i", "am")), Pair(("ich", "bin"), ("i", "am")),
+             Pair(("ich", "lese"), ("i", "read")), Pair(("bin",), ("i",))]
+    # "lese"/"read" occur once; "bin" 3 times, "ich" 3 times; "am" twice
+    assert common_word_pairs(pairs, 1) == pairs
+    assert common_word_pairs(pairs, 2) == [pairs[0], pairs[1], pairs[3]]
+    assert common_word_pairs(pairs, 3) == [pairs[3]]  # "am" occurs twice only
+    with pytest.raises(ValueError, match="min_count must be >= 1"):
+        common_word_pairs(pairs, 0)

@@ -34,7 +34,7 @@ import torch
 from .. import __version__
 
 __all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
-           "validate_result", "environment", "PartialRuns", "mean_sd"]
+           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference"]
 
 RESULTS_DIR = Path(__file__).parent
 SCHEMA_VERSION = 1
@@ -237,3 +237,19 @@ class PartialRuns:
         with self.path.open("a") as f:
             f.write(json.dumps({"key": key, "recipe": self.recipe, "result": result}, ensure_ascii=False) + "\n")
         self._rows[key] = result  # the next refresh reads this line again: same key, same result
+
+
+def beyond_spread(x: dict, y: dict) -> bool:
+    """Whether two :func:`mean_sd` summaries differ by more than their standard deviations added
+    together: the book's rule for "a difference larger than the seed spread" (chapters 3, 4, 9)."""
+    for name, s in (("x", x), ("y", y)):
+        if s.get("sd") is None:
+            raise ValueError(f"{name} has a single value (n={s.get('n')}): no seed spread to compare with")
+    return abs(x["mean"] - y["mean"]) > x["sd"] + y["sd"]
+
+
+def difference(x: dict, y: dict, digits: int = 2) -> str:
+    """``x − y`` of two :func:`mean_sd` summaries, and whether it exceeds the seed spread,
+    e.g. ``"+1.76 (beyond the seed spread)"``."""
+    verdict = "beyond the seed spread" if beyond_spread(x, y) else "within the seed spread"
+    return f"{x['mean'] - y['mean']:+.{digits}f} ({verdict})"

@@ -25,7 +25,7 @@ from ..data.translation import Pair
 from ..metrics import BleuResult, aer, bleu_by_length, corpus_bleu, detokenize
 from .base import Task, fingerprint_tokens
 
-__all__ = ["TranslationData", "hsk_data", "ding_data", "dates_data", "sequence_loss", "Translated", "translate",
+__all__ = ["TranslationData", "hsk_data", "ding_data", "common_word_pairs", "dates_data", "sequence_loss", "Translated", "translate",
            "join_pairs", "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
 
 
@@ -95,6 +95,17 @@ def hsk_data(script: str = "traditional", seed: int = 0, min_freq: int = 1,
                            Vocab.build([p.tgt for p in tr], min_freq=min_freq), "en", seed)
 
 
+def common_word_pairs(pairs: Sequence, min_count: int) -> list:
+    """The pairs whose every source word and every target word occurs at least ``min_count``
+    times in ``pairs`` (counted on each side separately), in their order."""
+    if min_count < 1:
+        raise ValueError(f"min_count must be >= 1, got {min_count}")
+    src_counts = Counter(w for p in pairs for w in p.src)
+    tgt_counts = Counter(w for p in pairs for w in p.tgt)
+    return [p for p in pairs if all(src_counts[w] >= min_count for w in p.src)
+            and all(tgt_counts[w] >= min_count for w in p.tgt)]
+
+
 def ding_data(n: int | None = 6000, seed: int = 0, min_freq: int = 2, corpus_min_count: int = 1,
               cache_dir: str | None = None) -> TranslationData:
     """Ding de->en example sentences (``CONTRIBUTING.md``, "Data"), split 80/10/10.
@@ -108,13 +119,7 @@ def ding_data(n: int | None = 6000, seed: int = 0, min_freq: int = 2, corpus_min
     fewer than ``min_freq`` times there become ``<unk>``.
     """
     pairs = load_ding_de_en(cache_dir)
-    if corpus_min_count < 1:
-        raise ValueError(f"corpus_min_count must be >= 1, got {corpus_min_count}")
-    if corpus_min_count > 1:
-        src_counts = Counter(w for p in pairs for w in p.src)
-        tgt_counts = Counter(w for p in pairs for w in p.tgt)
-        pairs = [p for p in pairs if all(src_counts[w] >= corpus_min_count for w in p.src)
-                 and all(tgt_counts[w] >= corpus_min_count for w in p.tgt)]
+    pairs = common_word_pairs(pairs, corpus_min_count)
     if n is not None:
         if not 0 < n <= len(pairs):
             raise ValueError(f"n must be in 1..{len(pairs)}, got {n}")
