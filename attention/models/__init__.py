@@ -7,6 +7,7 @@
 * ``registry``  -- ``@register_model(name)``, :func:`build`, :data:`MODELS`
 * ``seq2seq``   -- chapters 2-3: Cho/Sutskever encoder–decoder, Bahdanau's RNNsearch
 * ``luong``     -- chapter 9: global and local attention, input feeding
+* ``transformer`` -- chapter 6: the Transformer (Vaswani et al. 2017), parallel teacher forcing, cached decoding
 """
 from .base import SequenceModel
 from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
@@ -14,8 +15,13 @@ from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
 from .registry import MODELS, build, model_name, register_model
 from .seq2seq import Encoder, RNNEncoderDecoder, Seq2Seq, Seq2SeqConfig, reverse_padded
+from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, PositionalEncoding, Residual,
+                          Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
+                          noam_schedule)
 
-__all__ = ["ClassifierOutput", "Encoded", "Encoder", "EncoderMemory", "LuongConfig", "LuongSeq2Seq",
-           "LuongState", "MODELS", "RNNEncoderDecoder", "Seq2Seq", "Seq2SeqConfig", "SequenceModel",
-           "SequenceOutput", "Step", "Translation", "build", "model_name", "register_model",
-           "reverse_padded", "select_rows"]
+__all__ = ["ClassifierOutput", "DecoderLayer", "Encoded", "Encoder", "EncoderLayer", "EncoderMemory",
+           "FeedForward", "KeyValues", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "PositionalEncoding",
+           "RNNEncoderDecoder", "Residual", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
+           "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
+           "Translation", "build", "model_name", "noam_schedule", "register_model", "reverse_padded",
+           "select_rows"]
