@@ -3,6 +3,8 @@
     python -m attention convergence              # chapter 3: both models to early stopping
     python -m attention ablation --budget converged [--pair hsk]  # chapters 4 and 9, 3 seeds, resumable
     python -m attention ablation --budget small  # the one-seed, four-epoch grid of every variant
+    python -m attention transformer [--pair hsk] # chapter 6: RNNsearch vs the Transformer, 3 seeds, resumable
+    python -m attention transformer --heads      # chapter 6: the heads sweep
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -34,8 +36,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="converged budgets: run only this pair (hsk, ding, dates); repeatable")
     abl.add_argument("--status", action="store_true",
                      help="converged budgets: list the pieces done and missing, run nothing")
+    tr = sub.add_parser("transformer", help="chapter 6: RNNsearch vs the Transformer; the heads sweep")
+    tr.add_argument("--pair", action="append", default=None, help="run only this pair (hsk, ding); repeatable")
+    tr.add_argument("--heads", action="store_true", help="run the heads sweep instead")
+    tr.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, res):
+    for p in (conv, abl, tr, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -67,6 +73,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = run_ablation(args.budget, args.seed, directory=args.results_dir, progress=True)
             print(f"{len(record['metrics']['results'])} variants in {record['wall_seconds']} s; "
                   f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+    elif args.command == "transformer":
+        from . import comparison
+        if args.status:
+            status = comparison.comparison_status(args.results_dir)
+            print(f"{len(status['done'])} runs done, {len(status['missing'])} missing")
+            for key in status["missing"]:
+                print("  missing", key)
+        else:
+            if args.heads:
+                record = comparison.run_heads(args.results_dir, progress=True)
+            else:
+                record = comparison.run_comparison(args.pair, args.results_dir, progress=True)
+            print("runs still missing: run again to resume" if record is None
+                  else f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema

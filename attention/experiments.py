@@ -35,7 +35,7 @@ from .models import build, model_name
 from .results import PartialRuns, mean_sd, record_result
 from .tasks import (Task, Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                     decode_steps, ding_data, forced_attention, hsk_data, join_pairs, translate)
-from .train import History, TrainConfig, train
+from .train import History, LossFn, TrainConfig, train
 
 __all__ = ["fit", "fit_cached", "evaluate", "build_model", "cache_key", "package_fingerprint",
            "TRANSLATION_RECIPE", "CONVERGENCE", "convergence",
@@ -64,14 +64,18 @@ def build_model(data: TranslationData, attention: str | None = "additive", seed:
 def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr: float = 3e-3,
         seed: int = 0, device=None, progress: bool = True, max_seconds: float | None = None,
         on_epoch: Callable[[dict, nn.Module], None] | None = None, select: str = "metric",
-        patience: int = 3) -> History:
-    """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss.
+        patience: int = 3, warmup: int = 0, betas: tuple[float, float] = (0.9, 0.999),
+        loss: LossFn | None = None) -> History:
+    """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss (or ``loss``,
+    e.g. ``sequence_loss`` with label smoothing).
 
     After each epoch the model is validated on ``task.valid``; with ``select="metric"`` (the
     default) the best epoch is the one with the best validation metric of the task
     (``task.metric``: BLEU, accuracy), and training stops after ``patience`` epochs without a
     better one; ``select="loss"`` uses the validation loss instead. The model ends holding its
-    best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`).
+    best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`);
+    ``warmup`` and ``betas`` are those of :class:`~attention.train.TrainConfig` (the Transformer's
+    recipe warms the learning rate up).
     """
     if select not in ("metric", "loss"):
         raise ValueError(f"select must be 'metric' or 'loss', got {select!r}")
@@ -85,9 +89,10 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
             yield b.to(device)
 
     cfg = TrainConfig(max_epochs=epochs, max_seconds=max_seconds, lr=lr, patience=patience, progress=progress,
-                      metric=task.metric)
+                      metric=task.metric, warmup=warmup, betas=betas)
     metric = task.validation_metric if select == "metric" else None
-    return train(model, train_batches, lambda: valid, task.loss, cfg, on_epoch=on_epoch, valid_metric=metric)
+    return train(model, train_batches, lambda: valid, loss or task.loss, cfg, on_epoch=on_epoch,
+                 valid_metric=metric)
 
 
 def evaluate(model: nn.Module, task: Task, examples: Sequence | None = None, **options) -> dict:

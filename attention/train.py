@@ -12,6 +12,7 @@ model and batches are on (the GPU on Colab).
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -22,7 +23,7 @@ from tqdm.auto import tqdm
 
 from .checkpoints import save_checkpoint
 
-__all__ = ["TrainConfig", "History", "LossFn", "train", "evaluate_loss"]
+__all__ = ["TrainConfig", "History", "LossFn", "train", "evaluate_loss", "warmup_factor"]
 
 #: ``loss(model, batch) -> (mean loss over n items, n)``
 LossFn = Callable[[nn.Module, object], tuple[Tensor, int]]
@@ -38,6 +39,8 @@ class TrainConfig:
     checkpoint: str | None = None  # where to save the best model (None: keep it in memory only)
     progress: bool = True  # tqdm progress bar per epoch
     metric: str = "metric"  # the name of the validation metric in the history (e.g. "bleu")
+    warmup: int = 0  # updates of learning-rate warm-up; 0: a constant lr (see warmup_factor)
+    betas: tuple[float, float] = (0.9, 0.999)  # Adam's; Vaswani et al. use (0.9, 0.98)
 
 
 @dataclass
@@ -47,6 +50,20 @@ class History:
     seconds: float = 0.0  # total training time
     stopped: str = ""  # why training ended
     selected_by: str = "valid_loss"  # the history key the best epoch was chosen on
+
+
+def warmup_factor(warmup: int) -> Callable[[int], float]:
+    """The learning-rate multiplier of Vaswani et al. (2017, §5.3, Eq. 3) with its peak scaled to
+    1: it rises linearly over the first ``warmup`` updates, then decays as ``1/√update``:
+    ``min(u / warmup, √(warmup / u))`` for update ``u = 1, 2, …``; the paper's rate is this times
+    ``d_model^-0.5 · warmup^-0.5`` (:func:`attention.models.transformer.noam_schedule`)."""
+    if warmup < 1:
+        raise ValueError(f"warmup must be >= 1 update, got {warmup}")
+
+    def factor(step: int) -> float:  # LambdaLR calls it with 0 before the first update
+        u = step + 1
+        return min(u / warmup, math.sqrt(warmup / u))
+    return factor
 
 
 @torch.no_grad()
@@ -80,7 +97,8 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
             ``cfg.patience`` epochs without a higher one; otherwise the validation loss decides.
     """
     cfg = TrainConfig() if cfg is None else cfg
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_factor(cfg.warmup)) if cfg.warmup else None
     history = History(selected_by="valid_loss" if valid_metric is None else f"valid_{cfg.metric}")
     best_score, best_state, bad_epochs = float("-inf"), None, 0
     start = time.perf_counter()
@@ -94,6 +112,8 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
             value.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             total, steps = total + value.item(), steps + 1
         valid = evaluate_loss(model, valid_batches(), loss)
         record = {"epoch": epoch, "train_loss": total / max(steps, 1), "valid_loss": valid}

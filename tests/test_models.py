@@ -314,3 +314,23 @@ def test_fit_selects_on_the_tasks_metric_and_records_it():
     assert data.validation_metric(model) == pytest.approx(best["valid_bleu"])  # it holds that epoch's weights
     with pytest.raises(ValueError, match="select must be 'metric' or 'loss'"):
         fit(model, data, epochs=1, select="bleu")
+
+
+def test_warmup_factor_rises_linearly_then_decays_as_inverse_sqrt():
+    from attention.train import warmup_factor
+    f = warmup_factor(4)
+    assert [round(f(s), 6) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]  # updates 1..4
+    assert f(15) == pytest.approx(0.5)  # update 16: sqrt(4 / 16)
+    with pytest.raises(ValueError, match="warmup must be >= 1"):
+        warmup_factor(0)
+
+
+def test_train_with_warmup_steps_the_learning_rate_each_update():
+    from attention.train import TrainConfig, train
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 0.0)
+    batches = [torch.ones(1, 1)] * 2  # loss = w: gradient 1, so each Adam update moves w by its lr
+    history = train(model, lambda epoch: batches, lambda: batches[:1], lambda m, b: (m(b).sum(), 1),
+                    TrainConfig(max_epochs=1, lr=1.0, warmup=4, progress=False))
+    assert len(history.epochs) == 1
+    assert model.weight.item() == pytest.approx(-(0.25 + 0.5), abs=1e-4)  # lr x 1/4, then x 2/4

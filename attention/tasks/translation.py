@@ -60,9 +60,10 @@ class TranslationData(Task):
     def valid_batches(self):
         return batches(self.valid, self.src_vocab, self.tgt_vocab, 128, shuffle=False)
 
-    def loss(self, model: nn.Module, batch) -> tuple[Tensor, int]:
+    def loss(self, model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
         """:func:`sequence_loss`, averaged over the batch's real target tokens."""
-        return sequence_loss(model, batch), int((batch.tgt_out != model.cfg.pad_id).sum())
+        return (sequence_loss(model, batch, label_smoothing=label_smoothing),
+                int((batch.tgt_out != model.cfg.pad_id).sum()))
 
     def evaluate(self, model: nn.Module, examples: Sequence | None = None,
                  edges: Sequence[int] | None = (1, 7, 10, 13, 100), beam_size: int = 1) -> dict:
