@@ -334,3 +334,20 @@ def test_train_with_warmup_steps_the_learning_rate_each_update():
                     TrainConfig(max_epochs=1, lr=1.0, warmup=4, progress=False))
     assert len(history.epochs) == 1
     assert model.weight.item() == pytest.approx(-(0.25 + 0.5), abs=1e-4)  # lr x 1/4, then x 2/4
+
+
+def test_train_counts_process_time_when_asked_and_rejects_other_clocks():
+    import time
+    from attention.train import TrainConfig, train
+    model = torch.nn.Linear(1, 1)
+    batches = [torch.ones(1, 1)]
+
+    def slow_loss(m, b):  # sleeping takes wall-clock time but no CPU time
+        time.sleep(0.05)
+        return m(b).sum(), 1
+    wall = train(model, lambda e: batches, lambda: batches, slow_loss, TrainConfig(max_epochs=1, progress=False))
+    cpu = train(model, lambda e: batches, lambda: batches, slow_loss,
+                TrainConfig(max_epochs=1, progress=False, clock="process"))
+    assert wall.seconds >= 0.1 and cpu.seconds < 0.05
+    with pytest.raises(ValueError, match="clock must be 'wall' or 'process'"):
+        train(model, lambda e: batches, lambda: batches, slow_loss, TrainConfig(clock="gpu"))
