@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
+from . import comparison
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -74,7 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{len(record['metrics']['results'])} variants in {record['wall_seconds']} s; "
                   f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
     elif args.command == "transformer":
-        from . import comparison
         if args.status:
             status = comparison.comparison_status(args.results_dir)
             print(f"{len(status['done'])} runs done, {len(status['missing'])} missing")

@@ -336,3 +336,102 @@ def cost_figure(sizes: Sequence[int], costs: dict[str, Sequence[dict]]):
              ylabel="MiB saved for backward", title="memory")
     ax_t.legend()
     return fig
+
+
+# --- Chapter 6: the Transformer ----------------------------------------------------------
+
+__all__ += ["masks_figure", "positional_encoding_figure", "HEAD_KINDS", "head_map_figure", "training_curves_figure"]
+
+
+def masks_figure(masks: dict, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None):
+    """Chapter 6: boolean keep masks side by side, one panel per ``masks[title]`` ``(L, S)``;
+    a filled cell is True = the query of that row may attend to the key of that column."""
+    from matplotlib.figure import Figure
+    panels = {title: _to_numpy(torch.as_tensor(m).float()) for title, m in masks.items()}
+    fig = Figure(figsize=(0.4 + sum(1.1 + 0.3 * m.shape[1] for m in panels.values()),
+                          1.0 + 0.3 * max(m.shape[0] for m in panels.values())), layout="constrained")
+    for ax, (title, m) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels.items()):
+        L, S = m.shape
+        ax.imshow(m, cmap="Blues", vmin=0, vmax=1.25)
+        ax.set_xticks(range(S), list(x_labels)[:S] if x_labels is not None else range(S))
+        ax.set_yticks(range(L), list(y_labels)[:L] if y_labels is not None else range(L))
+        ax.set_xticks([s - 0.5 for s in range(1, S)], minor=True)
+        ax.set_yticks([t - 0.5 for t in range(1, L)], minor=True)
+        ax.grid(which="minor", color="white", lw=1)
+        ax.tick_params(which="minor", length=0)
+        ax.set(title=title, xlabel="key")
+    fig.axes[0].set_ylabel("query")
+    return fig
+
+
+def positional_encoding_figure(table, dims: Sequence[int] = (0, 8, 16, 24), offsets: int = 40,
+                               anchors: Sequence[int] = (0, 20, 50)):
+    """Chapter 6: the sinusoids of §3.5 (``table`` ``(P, E)``, e.g. ``PositionalEncoding.table``):
+    the whole table, a few of its dimensions as curves over the position, and the dot product
+    ``PE(p) · PE(p + k)`` against the offset ``k`` for a few starting positions ``p``."""
+    from matplotlib.figure import Figure
+    pe = torch.as_tensor(table).detach().float().cpu()  # (P, E)
+    P, E = pe.shape
+    if max(anchors) + offsets >= P:
+        raise ValueError(f"anchors {list(anchors)} + offsets {offsets} exceed the table's {P} positions")
+    fig = Figure(figsize=(10.0, 2.8), layout="constrained")
+    ax_t, ax_c, ax_d = fig.subplots(1, 3, width_ratios=[1.2, 1, 1])
+    image = ax_t.imshow(pe.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+    ax_t.set(xlabel="dimension", ylabel="position", title=f"PE, {P} positions × {E} dimensions")
+    fig.colorbar(image, ax=ax_t, shrink=0.8)
+    for d in dims:
+        ax_c.plot(pe[:, d].numpy(), lw=1, label=f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})")
+    ax_c.set(xlabel="position", ylim=(-1.1, 1.6), title="a few dimensions")
+    ax_c.legend(fontsize=7, ncol=2, loc="upper right")
+    k = torch.arange(offsets + 1)
+    for n, p in enumerate(anchors):  # the curves coincide: dashed and dotted lines show the ones beneath
+        ax_d.plot(k.numpy(), (pe[p] * pe[p + k]).sum(-1).numpy(), lw=2.5 - 0.7 * (n % 3), ls=("-", "--", ":")[n % 3],
+                  label=f"p = {p}")
+    ax_d.set(xlabel="offset k", ylabel="PE(p) · PE(p+k)", title="dot product vs offset")
+    ax_d.legend(fontsize=7)
+    return fig
+
+
+#: The maps of a Transformer the chapter-6 explorer shows (``TransformerMaps`` fields, in words).
+HEAD_KINDS = ("encoder self", "decoder self", "cross")
+_HEAD_AXES = {"encoder self": ("key: source token", "query: source token"),
+              "decoder self": ("key: decoder input (written so far)", "query: the token it writes"),
+              "cross": ("key: source token", "query: the token it writes")}
+
+
+def head_map_figure(weights, x_labels: Sequence[str], y_labels: Sequence[str], kind: str = "cross",
+                    layer: int = 1, head: int = 1):
+    """Chapter 6's explorer frame: one head's attention map ``(L, S)`` of one layer, with its
+    tokens as tick labels; ``kind`` is one of :data:`HEAD_KINDS` and names the axes.
+    ``weights=None`` says that this stack has no such layer (encoder and decoder depths may differ)."""
+    from matplotlib.figure import Figure
+    if kind not in HEAD_KINDS:
+        raise ValueError(f"kind must be one of {HEAD_KINDS}, got {kind!r}")
+    if weights is None:
+        fig = Figure(figsize=(4.0, 1.2), layout="constrained")
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, f"no layer {layer} for {kind} attention: its stack is shallower", ha="center",
+                va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    w = _to_numpy(weights)
+    L, S = w.shape
+    fig = Figure(figsize=(1.6 + 0.36 * S, 1.3 + 0.3 * L), layout="constrained")
+    xlabel, ylabel = _HEAD_AXES[kind]
+    heatmap(w, list(x_labels), list(y_labels), ax=fig.add_subplot(), vmax=1.0, xlabel=xlabel, ylabel=ylabel,
+            title=f"{kind} attention, layer {layer}, head {head}")
+    return fig
+
+
+def training_curves_figure(panels: dict, x: str = "seconds", y: str = "valid_bleu"):
+    """Chapter 6: validation BLEU against training time, one panel per ``panels[title]``, one
+    line per ``panels[title][label]`` (a list of per-epoch dicts with keys ``x`` and ``y``)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(4.0 * len(panels), 3.0), layout="constrained")
+    for ax, (title, curves) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels.items()):
+        for label, curve in curves.items():
+            ax.plot([e[x] for e in curve], [e[y] for e in curve], marker=".", label=label)
+        ax.set(title=title, xlabel="training seconds" if x == "seconds" else x,
+               ylabel="validation BLEU" if y == "valid_bleu" else y, ylim=(0, None))
+        ax.legend(fontsize=8)
+    return fig

@@ -21,13 +21,14 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .data import Vocab, make_dates
-from .models import Seq2Seq, Seq2SeqConfig
+from .data import Vocab, collate, make_dates
+from .models import Seq2Seq, Seq2SeqConfig, Transformer, TransformerConfig
 from .tasks import TranslationData, decode_steps
-from .viz import (LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, decoding_step_figure, figure_to_png,
-                  local_window_figure, score_weights_figure)
+from .viz import (HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, decoding_step_figure, figure_to_png,
+                  head_map_figure, local_window_figure, score_weights_figure)
 
-__all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "EXPLORERS"]
+__all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
+           "EXPLORERS"]
 
 
 class Explorer:
@@ -186,9 +187,89 @@ def local_explorer(mode: str = "auto", **defaults) -> Explorer:
     return explorer(local_window_figure, LOCAL_EXPLORER_CONTROLS, defaults, mode=mode)
 
 
+def head_explorer(model=None, data=None, pairs=None, max_len: int = 24, mode: str = "auto") -> Explorer:
+    """Chapter 6: pick a sentence, a kind of attention (encoder self, decoder self, cross), a layer
+    and a head; see that head's map while the Transformer translates the sentence.
+
+    The sentence is decoded greedily (at most ``max_len`` tokens), then fed back in one teacher-forced
+    pass that returns every map (:class:`~attention.models.TransformerMaps`); by causality these are
+    the maps the decoder computed step by step. Decoder rows are labelled by the token each writes.
+    The static page holds sentences × 3 kinds × layers × heads frames (72 for chapter 6's three dates,
+    two layers and four heads).
+
+    Args:
+        model, data: a trained :class:`~attention.models.Transformer` and its
+            :class:`~attention.experiments.TranslationData`; without them, an untrained demo
+            Transformer on the date task (to try the widget).
+        pairs: the sentences offered (default: the first test pair of each of three languages, or
+            the first three test pairs).
+    """
+    if model is None:
+        model, data = _demo_transformer()
+    pairs = list(pairs if pairs is not None else _a_few_sentences(data.test))
+    maps = {_sentence_label(p, data): _head_maps(model, data, p, max_len) for p in pairs}
+    cfg = model.cfg  # the layer shown first is the decoder's last
+
+    def draw(sentence: str = next(iter(maps)), kind: str = "cross", layer: int = cfg.decoder_layers, head: int = 1):
+        m = maps[sentence]
+        layers = m[kind]
+        x, y = {"encoder self": (m["source"], m["source"]), "decoder self": (m["fed"], m["written"]),
+                "cross": (m["source"], m["written"])}[kind]
+        weights = layers[layer - 1][head - 1] if layer <= len(layers) else None  # (L, S)
+        return head_map_figure(weights, x, y, kind=kind, layer=layer, head=head)
+
+    controls = {"sentence": list(maps), "kind": list(HEAD_KINDS),
+                "layer": list(range(1, max(cfg.encoder_layers, cfg.decoder_layers) + 1)),
+                "head": list(range(1, cfg.num_heads + 1))}
+    return explorer(draw, controls, mode=mode)
+
+
+@torch.no_grad()
+def _head_maps(model, data: TranslationData, pair, max_len: int) -> dict:
+    """Greedy-decode ``pair`` and return its tokens and every map, per layer ``(H, L, S)`` on the CPU."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = collate([pair], data.src_vocab, data.tgt_vocab).to(device)
+    ids = model.greedy(batch.src, batch.src_lengths, max_len=max_len).tokens[0].tolist()
+    ids = ids[:ids.index(model.cfg.eos_id) + 1] if model.cfg.eos_id in ids else ids
+    fed = [model.cfg.bos_id] + ids[:-1]  # what the decoder reads at each position
+    out = model(batch.src, batch.src_lengths, torch.tensor([fed], device=device), return_attention=True)
+    return {"source": list(pair.src), "written": data.tgt_vocab.decode(ids, strip_special=False),
+            "fed": data.tgt_vocab.decode(fed, strip_special=False),
+            **{kind: [w[0].cpu() for w in layers] for kind, layers in zip(
+                HEAD_KINDS, (out.maps.encoder_self, out.maps.decoder_self, out.maps.cross))}}
+
+
+def _sentence_label(pair, data: TranslationData) -> str:
+    text = "".join(pair.src) if data.name.startswith("hsk") else " ".join(pair.src)
+    language = getattr(pair, "language", "")
+    return f"{language}: {text}" if language else text
+
+
+def _a_few_sentences(pairs, n: int = 3) -> list:
+    """The first pair of each language (date pairs know theirs), topped up in order to ``n`` pairs."""
+    chosen, languages = [], set()
+    for p in pairs:
+        language = getattr(p, "language", "")
+        if language and language not in languages and len(chosen) < n:
+            chosen.append(p)
+            languages.add(language)
+    return chosen + [p for p in pairs if p not in chosen][:n - len(chosen)]
+
+
+def _demo_transformer():
+    """A small untrained Transformer on a few generated dates: enough to drive the widget."""
+    pairs = make_dates(12, seed=0)
+    src, tgt = Vocab.build([p.src for p in pairs]), Vocab.build([p.tgt for p in pairs])
+    data = TranslationData("dates-demo", pairs, pairs, pairs, src, tgt)
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(len(src), len(tgt), d_model=16, num_heads=2, num_layers=2, d_ff=32)), data
+
+
 #: Every chapter's explorer by name; the Colab (ipywidgets 7.7) test drives each one.
 EXPLORERS: dict[str, Callable[..., Explorer]] = {
     "scores": score_explorer,
     "decoding": decoding_explorer,
     "local": local_explorer,
+    "heads": head_explorer,
 }

@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from attention import viz, widgets
+from attention.data import collate
+from attention.models import Transformer, TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
@@ -133,3 +135,42 @@ def test_live_explorers_work_with_colab_ipywidgets_7(ipywidgets7):
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("ok ") == len(widgets.EXPLORERS)
+
+
+def test_head_explorer_maps_are_the_ones_decoding_computes():
+    """Chapter 6: the teacher-forced pass over the greedy output gives the maps of step-by-step decoding."""
+    model, data = widgets._demo_transformer()
+    pair = data.test[0]
+    maps = widgets._head_maps(model, data, pair, max_len=6)
+    T, S, H = len(maps["written"]), len(pair.src), model.cfg.num_heads
+    assert maps["fed"][0] == "<bos>" and maps["fed"][1:] == maps["written"][:-1]
+    assert [w.shape for w in maps["encoder self"]] == [(H, S, S)] * model.cfg.encoder_layers
+    assert [w.shape for w in maps["decoder self"]] == [(H, T, T)] * model.cfg.decoder_layers
+    assert all(torch.all(w.triu(1) == 0) for w in maps["decoder self"])  # causal: nothing ahead
+    batch = collate([pair], data.src_vocab, data.tgt_vocab)
+    stepwise = model.greedy(batch.src, batch.src_lengths, max_len=6).attention[0, :T]  # (T, S) last layer, head mean
+    torch.testing.assert_close(maps["cross"][-1].mean(0), stepwise, atol=1e-5, rtol=1e-5)
+
+
+def test_head_explorer_live_starts_on_the_last_layers_cross_attention():
+    e = widgets.head_explorer(mode="live")
+    assert list(e.controls) == ["sentence", "kind", "layer", "head"]
+    assert [o[1] for o in e.controls["kind"].options] == list(viz.HEAD_KINDS)
+    assert (e.controls["kind"].value, e.controls["layer"].value, e.controls["head"].value) == ("cross", 2, 1)
+    assert len({language.split(":")[0] for language, _ in e.controls["sentence"].options}) == 3  # three languages
+
+
+def test_head_explorer_static_frames_follow_the_controls():
+    model, data = widgets._demo_transformer()
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(model.cfg.src_vocab, model.cfg.tgt_vocab, d_model=8, num_heads=2,
+                                          num_encoder_layers=2, num_decoder_layers=1, d_ff=16))
+    pairs = data.test[:2]
+    e = widgets.head_explorer(model, data, pairs, max_len=3, mode="static")
+    assert e.frames == 2 * 3 * 2 * 2  # sentences × kinds × layers × heads
+    maps = widgets._head_maps(model, data, pairs[1], max_len=3)
+    leaf = e.widget.children[1].children[1].children[0].children[1].children[0]  # 2nd sentence, encoder self, 2, 1
+    expected = viz.head_map_figure(maps["encoder self"][1][0], pairs[1].src, pairs[1].src, "encoder self", 2, 1)
+    assert bytes(leaf.value) == viz.figure_to_png(expected)
+    no_layer = e.widget.children[1].children[0].children[2].children[1].children[0]  # cross, layer 2: none
+    assert bytes(no_layer.value) == viz.figure_to_png(viz.head_map_figure(None, [], [], "cross", 2, 1))
