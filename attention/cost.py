@@ -16,7 +16,7 @@ from .functional import attend
 from .local import local_attention
 from .scores import make_score
 
-__all__ = ["attention_cost"]
+__all__ = ["attention_cost", "layer_cost"]
 
 
 def _saved_bytes(fn) -> int:
@@ -77,3 +77,47 @@ def attention_cost(kind: str, S: int, L: int | None = None, E: int = 64, D: int 
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
     return {"seconds": best, "saved_bytes": saved, "cuda_peak_bytes": peak}
+
+
+def layer_cost(kind: str, n: int, d: int = 128, B: int = 1, device=None, repeat: int = 3) -> dict:
+    """Cost of one layer over a sequence of ``n`` positions of ``d`` dimensions, forward and
+    backward: ``kind`` "self-attention" (the package's multi-head attention, one head, with its
+    projections) or "rnn" (``nn.GRU``, the recurrent layer of chapters 2-3).
+
+    Returns ``{"seconds", "saved_bytes", "flops"}``: wall-clock seconds (best of ``repeat``), the
+    bytes autograd saves, and the multiply-adds of the forward pass counted by PyTorch's
+    ``FlopCounterMode`` (a FLOP count is two per multiply-add). Chapter 6 plots them against
+    ``n``: self-attention grows as ``n² d``, the recurrent layer as ``n d²``, and the recurrent
+    layer's ``n`` steps cannot run in parallel.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .layers import MultiHeadAttention
+
+    if kind not in ("self-attention", "rnn"):
+        raise ValueError(f"kind must be 'self-attention' or 'rnn', got {kind!r}")
+    device = torch.device(device or "cpu")
+    torch.manual_seed(0)
+    x = torch.randn(B, n, d, device=device, requires_grad=True)
+    if kind == "self-attention":
+        layer = MultiHeadAttention(d, 1).to(device)
+
+        def run():
+            return layer(x, x, x, need_weights=False)[0]
+    else:
+        layer = torch.nn.GRU(d, d, batch_first=True).to(device)
+
+        def run():
+            return layer(x)[0]
+    with FlopCounterMode(display=False) as counter:
+        run()
+    best = float("inf")
+    for _ in range(repeat):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        run().sum().backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return {"seconds": best, "saved_bytes": _saved_bytes(run), "flops": counter.get_total_flops() // 2}

@@ -340,7 +340,8 @@ def cost_figure(sizes: Sequence[int], costs: dict[str, Sequence[dict]]):
 
 # --- Chapter 6: the Transformer ----------------------------------------------------------
 
-__all__ += ["masks_figure", "positional_encoding_figure", "HEAD_KINDS", "head_map_figure", "training_curves_figure"]
+__all__ += ["masks_figure", "positional_encoding_figure", "HEAD_KINDS", "head_map_figure", "training_curves_figure",
+            "layer_cost_figure"]
 
 
 def masks_figure(masks: dict, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None):
@@ -433,5 +434,25 @@ def training_curves_figure(panels: dict, x: str = "seconds", y: str = "valid_ble
             ax.plot([e[x] for e in curve], [e[y] for e in curve], marker=".", label=label)
         ax.set(title=title, xlabel="training seconds" if x == "seconds" else x,
                ylabel="validation BLEU" if y == "valid_bleu" else y, ylim=(0, None))
+        ax.legend(fontsize=8)
+    return fig
+
+
+def layer_cost_figure(lengths, costs: dict, d: int):
+    """Chapter 6: multiply-adds and measured seconds of one layer against the sequence length
+    ``n``, one line per ``costs[kind]`` (a list of :func:`attention.cost.layer_cost` results)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(8.0, 3.0), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    for kind, rows in costs.items():
+        label = "GRU" if kind == "rnn" else kind
+        left.plot(lengths, [r["flops"] for r in rows], marker=".", label=label)
+        right.plot(lengths, [r["seconds"] * 1e3 for r in rows], marker=".", label=label)
+    left.axvline(d, color="0.6", lw=0.8, ls="--")
+    left.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="multiply-adds (forward)",
+             title=f"counted (d = {d}; dashed: n = d)")
+    right.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="milliseconds (forward + backward)",
+              title="measured on this machine")
+    for ax in (left, right):
         ax.legend(fontsize=8)
     return fig

@@ -102,3 +102,15 @@ def test_fused_path_zeroes_fully_masked_rows(device):
     assert torch.isfinite(fused).all()
     assert (fused[1] == 0).all() and (fused[0, 1, 2] == 0).all()
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-4)
+
+
+def test_layer_cost_counts_self_attention_and_gru_multiply_adds():
+    from attention.cost import layer_cost
+    d = 16
+    for n in (8, 16, 32):
+        attn, rnn = layer_cost("self-attention", n, d, repeat=1), layer_cost("rnn", n, d, repeat=1)
+        assert attn["flops"] == 4 * n * d * d + 2 * n * n * d  # projections + scores + weighted sum
+        assert rnn["flops"] == 6 * n * d * d  # a GRU: three gates, two d x d products each
+        assert attn["seconds"] > 0 and attn["saved_bytes"] > 0 and rnn["saved_bytes"] > 0
+    with pytest.raises(ValueError, match="kind must be"):
+        layer_cost("lstm", 8, d)
