@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from .functional import attend
+from .layers import MultiHeadAttention
 from .local import local_attention
 from .scores import make_score
 
@@ -90,10 +92,6 @@ def layer_cost(kind: str, n: int, d: int = 128, B: int = 1, device=None, repeat:
     ``n``: self-attention grows as ``n² d``, the recurrent layer as ``n d²``, and the recurrent
     layer's ``n`` steps cannot run in parallel.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from .layers import MultiHeadAttention
-
     if kind not in ("self-attention", "rnn"):
         raise ValueError(f"kind must be 'self-attention' or 'rnn', got {kind!r}")
     device = torch.device(device or "cpu")
