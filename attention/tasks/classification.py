@@ -7,6 +7,8 @@ A classifier for this task takes ``(tokens (B, S), lengths (B,))`` and returns a
 weights by name). A task whose examples are not flat token sequences (a document as a list
 of sentences, a story with a question) subclasses :class:`ClassificationData` and overrides
 :meth:`ClassificationData.collate` and :meth:`ClassificationData.inputs`.
+
+    data = sentiment_data("rotten_tomatoes")   # real sentence sentiment, split 80/10/10
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..data import Vocab
+from ..data import Vocab, load_rotten_tomatoes, load_vader_movie_snippets, split
+from ..data.sentiment import LABELS
 from ..masks import lengths_to_mask
 from .base import Task, fingerprint_tokens
 
-__all__ = ["Example", "ClassificationBatch", "ClassificationData"]
+__all__ = ["Example", "ClassificationBatch", "ClassificationData", "SENTIMENT_CORPORA", "sentiment_data"]
 
 
 class Example(NamedTuple):
@@ -119,3 +122,27 @@ class ClassificationData(Task):
                 "examples": fingerprint_tokens([(e.tokens, e.label) for e in self.train],
                                                [(e.tokens, e.label) for e in self.valid]),
                 "vocab": fingerprint_tokens(self.vocab.itos, self.labels)}
+
+
+# The sentence-sentiment corpora (attention/data/sentiment.py), by the name sentiment_data takes.
+SENTIMENT_CORPORA = {"rotten_tomatoes": load_rotten_tomatoes, "vader": load_vader_movie_snippets}
+
+
+def sentiment_data(corpus: str = "rotten_tomatoes", seed: int = 0, min_freq: int = 2,
+                   cache_dir: str | None = None) -> ClassificationData:
+    """Sentence sentiment (``CONTRIBUTING.md``, "Data"), split 80/10/10 with ``seed``.
+
+    ``corpus``: ``"rotten_tomatoes"`` (12,751 review snippets, fresh / rotten) or ``"vader"``
+    (10,566 movie-review sentences labelled by the sign of their mean human rating, which
+    ``example.meta["rating"]`` keeps). Labels 0 = negative, 1 = positive. The split is
+    :func:`attention.data.split` (the same for a given seed on every platform); the vocabulary
+    comes from train only, and words seen fewer than ``min_freq`` times there become ``<unk>``.
+    The examples are :class:`~attention.data.sentiment.Sentence` objects, so each keeps its
+    ``meta`` (the original text, and the rating for VADER).
+    """
+    if corpus not in SENTIMENT_CORPORA:
+        raise ValueError(f"unknown sentiment corpus {corpus!r}; choose one of {sorted(SENTIMENT_CORPORA)}")
+    sentences = SENTIMENT_CORPORA[corpus](cache_dir)
+    tr, va, te = split(sentences, valid=0.1, test=0.1, seed=seed)
+    vocab = Vocab.build([s.tokens for s in tr], min_freq=min_freq)
+    return ClassificationData(corpus.replace("_", "-"), tr, va, te, vocab, list(LABELS), seed)
