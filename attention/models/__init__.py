@@ -8,20 +8,28 @@
 * ``seq2seq``   -- chapters 2-3: Cho/Sutskever encoder–decoder, Bahdanau's RNNsearch
 * ``luong``     -- chapter 9: global and local attention, input feeding
 * ``transformer`` -- chapter 6: the Transformer (Vaswani et al. 2017), parallel teacher forcing, cached decoding
+* ``lstmn``     -- chapter 6: Cheng et al.'s LSTMN, an LSTM attending over its own past states (intra-attention)
+* ``selfattentive`` -- chapter 6: Lin et al.'s structured self-attentive sentence embedding and its penalty
+* ``pooling``   -- chapter 6: the BiLSTM sentence encoder, pooled by last state, mean or max (no attention)
 """
 from .base import SequenceModel
 from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
                         select_rows)
+from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
+from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
 from .registry import MODELS, build, model_name, register_model
+from .selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalized_loss, penalty
 from .seq2seq import Encoder, RNNEncoderDecoder, Seq2Seq, Seq2SeqConfig, reverse_padded
 from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, PositionalEncoding, Residual,
                           Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
                           noam_schedule)
 
-__all__ = ["ClassifierOutput", "DecoderLayer", "Encoded", "Encoder", "EncoderLayer", "EncoderMemory",
-           "FeedForward", "KeyValues", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "PositionalEncoding",
-           "RNNEncoderDecoder", "Residual", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
+__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DecoderLayer", "Encoded", "Encoder",
+           "EncoderLayer", "EncoderMemory", "FeedForward", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
+           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "PoolingClassifierConfig",
+           "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
+           "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
-           "Translation", "build", "model_name", "noam_schedule", "register_model", "reverse_padded",
-           "select_rows"]
+           "Translation", "build", "model_name", "noam_schedule", "penalized_loss", "penalty",
+           "register_model", "reverse_padded", "select_rows"]
