@@ -5,6 +5,7 @@
     python -m attention ablation --budget small  # the one-seed, four-epoch grid of every variant
     python -m attention transformer [--pair hsk] # chapter 6: RNNsearch vs the Transformer, 3 seeds, resumable
     python -m attention transformer --heads      # chapter 6: the heads sweep
+    python -m attention intra                    # chapter 6: LSTMN, Lin et al. +/- penalty, pooling; 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import comparison
+from . import comparison, intra
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -41,8 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--pair", action="append", default=None, help="run only this pair (hsk, ding); repeatable")
     tr.add_argument("--heads", action="store_true", help="run the heads sweep instead")
     tr.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    ia = sub.add_parser("intra", help="chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines")
+    ia.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    ia.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, res):
+    for p in (conv, abl, tr, ia, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -85,6 +89,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 record = comparison.run_heads(args.results_dir, progress=True)
             else:
                 record = comparison.run_comparison(args.pair, args.results_dir, progress=True)
+            print("runs still missing: run again to resume" if record is None
+                  else f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+    elif args.command == "intra":
+        if args.status:
+            status = intra.intra_status(args.results_dir)
+            print(f"{len(status['done'])} runs done, {len(status['missing'])} missing")
+            for key in status["missing"]:
+                print("  missing", key)
+        else:
+            record = intra.run_intra(args.results_dir, progress=True, reverse=args.reverse)
             print("runs still missing: run again to resume" if record is None
                   else f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
     elif args.command == "results":
