@@ -456,3 +456,86 @@ def layer_cost_figure(lengths, costs: dict, d: int):
     for ax in (left, right):
         ax.legend(fontsize=8)
     return fig
+
+
+# Chapter 6, self-attention before the Transformer: LSTMN's intra-attention and Lin et al.'s rows.
+__all__ += ["intra_attention_figure", "attention_rows_figure"]
+
+
+def intra_attention_figure(tokens: Sequence[str], weights, word: int = 1, title: str | None = None):
+    """LSTMN's explorer frame (Cheng et al. 2016, Fig. 1): word ``word`` (counted from 1) reads the
+    words before it. Top: that word's row of the intra-attention over the sentence, the earlier words
+    shaded by weight and the word itself boxed; bottom: the whole ``(T, T)`` map (row t = word t over
+    the words i < t), the chosen row outlined. ``word`` beyond the sentence draws a note instead."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+    tokens = list(tokens)
+    T = len(tokens)
+    if not 1 <= word <= T:
+        fig = Figure(figsize=(4.5, 1.2), layout="constrained")
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, f"word {word}: this sentence has only {T} words", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    w = _to_numpy(weights)
+    if w.shape != (T, T):
+        raise ValueError(f"intra_attention_figure needs a ({T}, {T}) map for {T} tokens, got {w.shape}")
+    family = _font_family(tokens)
+    fig = Figure(figsize=(1.8 + 0.5 * T, 2.6 + 0.32 * T), layout="constrained")
+    top, bottom = fig.subplots(2, 1, height_ratios=[1.1, max(T, 2) * 0.55])
+    row = w[word - 1]
+    cmap = _colormap("Oranges")
+    scale = row.max() if row.max() > 0 else 1.0
+    for i, token in enumerate(tokens):
+        face = cmap(0.85 * row[i] / scale) if i < word - 1 else "white"
+        color = "0.65" if i > word - 1 else "black"
+        top.text(i, 0.5, token, ha="center", va="center", fontsize=9, family=family, color=color,
+                 bbox=dict(boxstyle="round,pad=0.25", facecolor=face,
+                           edgecolor="black" if i == word - 1 else "none"))
+        if i < word - 1:
+            top.text(i, 0.0, f"{row[i]:.2f}", ha="center", va="center", fontsize=7)
+    top.set_xlim(-0.6, T - 0.4)
+    top.set_ylim(-0.3, 0.9)
+    top.set_axis_off()
+    heading = (f"word {word} '{tokens[word - 1]}': no earlier word to read" if word == 1
+               else f"word {word} '{tokens[word - 1]}' reads the {word - 1} word{'s' if word > 2 else ''} before it")
+    top.set_title(title + "\n" + heading if title else heading, family=_font_family([heading]), fontsize=10)
+    heatmap(w, tokens, tokens, ax=bottom, vmax=1.0, xlabel="earlier word i (memory)", ylabel="word t (reading)")
+    bottom.add_patch(Rectangle((-0.5, word - 1.5), T, 1, fill=False, edgecolor="red", linewidth=1.5))
+    return fig
+
+
+def attention_rows_figure(tokens: Sequence[str], rows, row: int = 1, title: str | None = None):
+    """Lin et al.'s explorer frame: attention row ``row`` (counted from 1) of ``rows`` ``(R, T)`` as bars
+    over the sentence's words, above the ``R`` rows as a heatmap with the chosen one outlined."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+    tokens = list(tokens)
+    w = _to_numpy(rows)
+    R, T = w.shape
+    if T != len(tokens):
+        raise ValueError(f"attention_rows_figure got {len(tokens)} tokens and rows over {T} words")
+    if not 1 <= row <= R:
+        raise ValueError(f"row must be in 1..{R}, got {row}")
+    family = _font_family(tokens)
+    fig = Figure(figsize=(1.8 + 0.45 * T, 3.4 + 0.3 * R), layout="constrained")
+    bars, grid = fig.subplots(2, 1, height_ratios=[2.2, max(R, 1) * 0.45 + 0.8])
+    bars.bar(range(T), w[row - 1], color="tab:orange")
+    bars.set_xticks(range(T), tokens, rotation=90, family=family)
+    bars.set_xlim(-0.6, T - 0.4)
+    bars.set_ylim(0, 1)
+    bars.set_ylabel("weight")
+    top = int(w[row - 1].argmax())
+    heading = f"row {row} of {R}: largest weight {w[row - 1, top]:.2f} on '{tokens[top]}'"
+    bars.set_title(title + "\n" + heading if title else heading, family=_font_family([heading]), fontsize=10)
+    heatmap(w, tokens, [f"row {r}" for r in range(1, R + 1)], ax=grid, vmax=1.0, xlabel="word",
+            ylabel="attention row")
+    grid.add_patch(Rectangle((-0.5, row - 1.5), T, 1, fill=False, edgecolor="red", linewidth=1.5))
+    return fig
+
+
+def _colormap(name: str):
+    """A matplotlib colormap by name (without pyplot)."""
+    import matplotlib
+    return matplotlib.colormaps[name]

@@ -20,12 +20,15 @@ import os
 from typing import Any, Callable, Sequence
 
 import torch
+from torch import Tensor
 
 from .data import Vocab, collate, make_dates
-from .models import Seq2Seq, Seq2SeqConfig, Transformer, TransformerConfig
-from .tasks import TranslationData, decode_steps
-from .viz import (HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, decoding_step_figure, figure_to_png,
-                  head_map_figure, local_window_figure, score_weights_figure)
+from .models import (LSTMNClassifier, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
+                     SelfAttentiveConfig, Transformer, TransformerConfig)
+from .tasks import ClassificationData, Example, TranslationData, decode_steps
+from .viz import (HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
+                  decoding_step_figure, figure_to_png, head_map_figure, intra_attention_figure, local_window_figure,
+                  score_weights_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
            "EXPLORERS"]
@@ -273,3 +276,106 @@ EXPLORERS: dict[str, Callable[..., Explorer]] = {
     "local": local_explorer,
     "heads": head_explorer,
 }
+
+
+# Chapter 6, self-attention before the Transformer: LSTMN and Lin et al.'s structured self-attention.
+__all__ += ["lstmn_explorer", "rows_explorer"]
+
+#: a few hand-written movie sentences for the untrained demo models of the two explorers below
+_DEMO_SENTENCES = ("the plot is thin but the acting is wonderful .",
+                   "a dull , lifeless film that never finds its story .",
+                   "funny and sad at once , and never boring .")
+
+
+def _demo_sentiment() -> ClassificationData:
+    """The demo sentences as a tiny classification set (labels made up): enough to drive a widget."""
+    examples = [Example(tuple(s.split()), i % 2) for i, s in enumerate(_DEMO_SENTENCES)]
+    vocab = Vocab.build([e.tokens for e in examples])
+    return ClassificationData("sentiment-demo", examples, examples, examples, vocab, ["negative", "positive"])
+
+
+def _short_sentences(examples: Sequence, n: int = 3, shortest: int = 5, longest: int = 12) -> list:
+    """The first ``n`` examples with ``shortest`` to ``longest`` words (topped up with the first ones)."""
+    chosen = [e for e in examples if shortest <= len(e.tokens) <= longest][:n]
+    return chosen + [e for e in examples if e not in chosen][:n - len(chosen)]
+
+
+@torch.no_grad()
+def _sentence_attention(model, data: ClassificationData, example, name: str) -> Tensor:
+    """The attention ``name`` of ``model`` on one sentence, on the CPU, real words only."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = data.collate([example]).to(device)
+    T = len(example.tokens)
+    weights = model(*data.inputs(batch)).attention[name][0].cpu()
+    return weights[..., :T] if name == "rows" else weights[:T, :T]
+
+
+def lstmn_explorer(model=None, data=None, sentences=None, mode: str = "auto") -> Explorer:
+    """Chapter 6: pick a sentence and one of its words; see how the LSTMN's intra-attention spreads
+    that word's reading over the words before it (Cheng et al.'s Fig. 1), beside the sentence's
+    whole lower-triangular map (``viz.intra_attention_figure``).
+
+    The word control runs over the positions of the longest sentence offered; a shorter sentence
+    says so for the positions it lacks. The static page holds sentences × positions frames
+    (3 × at most 12 by default).
+
+    Args:
+        model, data: a trained :class:`~attention.models.LSTMNClassifier` and its
+            :class:`~attention.tasks.ClassificationData`; without them, an untrained demo LSTMN on
+            three hand-written sentences (to try the widget).
+        sentences: the examples offered (default: the first three test sentences of 5 to 12 words).
+    """
+    if model is None:
+        data = _demo_sentiment()
+        torch.manual_seed(0)
+        model = LSTMNClassifier(LSTMNConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=16,
+                                            attention_dim=16))
+    sentences = list(sentences if sentences is not None else _short_sentences(data.test))
+    maps = {" ".join(e.tokens): (list(e.tokens), _sentence_attention(model, data, e, "intra")) for e in sentences}
+    longest = max(len(tokens) for tokens, _ in maps.values())
+
+    def draw(sentence: str = next(iter(maps)), word: int = min(longest, 6)):
+        tokens, weights = maps[sentence]
+        return intra_attention_figure(tokens, weights, word)
+
+    return explorer(draw, {"sentence": list(maps), "word": list(range(1, longest + 1))}, mode=mode)
+
+
+def rows_explorer(models: dict | None = None, data=None, sentences=None, mode: str = "auto") -> Explorer:
+    """Chapter 6: pick a sentence, a model (e.g. Lin et al.'s with and without the penalty) and one
+    of its ``r`` attention rows; see that row's weights over the words, above all ``r`` rows
+    (``viz.attention_rows_figure``). The static page holds sentences × models × rows frames
+    (3 × 2 × 4 = 24 for the chapter's models).
+
+    Args:
+        models: name -> a trained :class:`~attention.models.SelfAttentiveClassifier`, all with the
+            same number of rows; without them, two untrained demo models (penalty 1 and 0) on three
+            hand-written sentences (to try the widget).
+        data: their :class:`~attention.tasks.ClassificationData`.
+        sentences: the examples offered (default: the first three test sentences of 5 to 12 words).
+    """
+    if models is None:
+        data = _demo_sentiment()
+        models = {}
+        for seed, (name, coefficient) in enumerate((("with penalty", 1.0), ("without penalty", 0.0))):
+            torch.manual_seed(seed)
+            models[name] = SelfAttentiveClassifier(SelfAttentiveConfig(
+                len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=16, attention_dim=8, rows=4,
+                mlp_dim=16, penalty=coefficient))
+    rows = {m.cfg.rows for m in models.values()}
+    if len(rows) != 1:
+        raise ValueError(f"rows_explorer needs models with the same number of rows; got {sorted(rows)}")
+    sentences = list(sentences if sentences is not None else _short_sentences(data.test))
+    weights = {" ".join(e.tokens): {name: (list(e.tokens), _sentence_attention(m, data, e, "rows"))
+                                    for name, m in models.items()} for e in sentences}
+
+    def draw(sentence: str = next(iter(weights)), model: str = next(iter(models)), row: int = 1):
+        tokens, A = weights[sentence][model]
+        return attention_rows_figure(tokens, A, row, title=model)
+
+    controls = {"sentence": list(weights), "model": list(models), "row": list(range(1, rows.pop() + 1))}
+    return explorer(draw, controls, mode=mode)
+
+
+EXPLORERS |= {"lstmn": lstmn_explorer, "rows": rows_explorer}

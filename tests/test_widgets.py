@@ -12,7 +12,8 @@ import torch
 
 from attention import viz, widgets
 from attention.data import collate
-from attention.models import Transformer, TransformerConfig
+from attention.models import (LSTMNClassifier, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
+                              TransformerConfig)
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
@@ -174,3 +175,58 @@ def test_head_explorer_static_frames_follow_the_controls():
     assert bytes(leaf.value) == viz.figure_to_png(expected)
     no_layer = e.widget.children[1].children[0].children[2].children[1].children[0]  # cross, layer 2: none
     assert bytes(no_layer.value) == viz.figure_to_png(viz.head_map_figure(None, [], [], "cross", 2, 1))
+
+
+def _sentiment_models():
+    """An untrained LSTMN and two Lin et al. models on the demo sentences."""
+    data = widgets._demo_sentiment()
+    torch.manual_seed(0)
+    lstmn = LSTMNClassifier(LSTMNConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=8, attention_dim=8))
+    lin = {}
+    for seed, name in enumerate(("with penalty", "without penalty")):
+        torch.manual_seed(seed)
+        lin[name] = SelfAttentiveClassifier(SelfAttentiveConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=8,
+                                                                attention_dim=4, rows=3, mlp_dim=8))
+    return data, lstmn, lin
+
+
+def test_lstmn_explorer_shows_each_words_row_of_the_strictly_lower_triangular_map():
+    data, model, _ = _sentiment_models()
+    sentences = data.test[:2]
+    e = widgets.lstmn_explorer(model, data, sentences, mode="static")
+    longest = max(len(s.tokens) for s in sentences)
+    assert list(e.controls) == ["sentence", "word"] and e.frames == 2 * longest
+    weights = widgets._sentence_attention(model, data, sentences[1], "intra")  # (T, T)
+    T = len(sentences[1].tokens)
+    assert weights.shape == (T, T) and torch.all(weights.triu() == 0)  # nothing on or above the diagonal
+    torch.testing.assert_close(weights[1:].sum(-1), torch.ones(T - 1))
+    leaf = e.widget.children[1].children[1].children[3]  # 2nd sentence, word 4
+    assert bytes(leaf.value) == viz.figure_to_png(viz.intra_attention_figure(list(sentences[1].tokens), weights, 4))
+    if T < longest:  # a word the shorter sentence lacks says so
+        beyond = e.widget.children[1].children[1].children[longest - 1]
+        assert bytes(beyond.value) == viz.figure_to_png(viz.intra_attention_figure(sentences[1].tokens, weights,
+                                                                                   longest))
+
+
+def test_rows_explorer_frames_follow_sentence_model_and_row():
+    data, _, lin = _sentiment_models()
+    e = widgets.rows_explorer(lin, data, data.test[:1], mode="static")
+    assert list(e.controls) == ["sentence", "model", "row"] and e.frames == 1 * 2 * 3
+    A = widgets._sentence_attention(lin["without penalty"], data, data.test[0], "rows")  # (R, T)
+    torch.testing.assert_close(A.sum(-1), torch.ones(3))
+    leaf = e.widget.children[1].children[0].children[1].children[2]  # without penalty, row 3
+    expected = viz.attention_rows_figure(list(data.test[0].tokens), A, 3, title="without penalty")
+    assert bytes(leaf.value) == viz.figure_to_png(expected)
+    with pytest.raises(ValueError, match="same number of rows"):
+        torch.manual_seed(0)
+        other = SelfAttentiveClassifier(SelfAttentiveConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=8, rows=2))
+        widgets.rows_explorer({"a": lin["with penalty"], "b": other}, data, mode="live")
+
+
+def test_intra_and_rows_figures_check_their_shapes():
+    with pytest.raises(ValueError, match=r"\(3, 3\) map for 3 tokens"):
+        viz.intra_attention_figure(["a", "b", "c"], torch.zeros(2, 2), 2)
+    with pytest.raises(ValueError, match="row must be in 1..2"):
+        viz.attention_rows_figure(["a", "b"], torch.full((2, 2), 0.5), 3)
+    with pytest.raises(ValueError, match="2 tokens and rows over 3 words"):
+        viz.attention_rows_figure(["a", "b"], torch.full((2, 3), 1 / 3), 1)

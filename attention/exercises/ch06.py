@@ -1,9 +1,11 @@
 """Chapter 6 (``book/06-transformer.md``): the size of multi-head attention, the positional
-encoding, the causal mask, the warm-up schedule, and what self-attention costs.
+encoding, the causal mask, the warm-up schedule, what self-attention costs, Lin et al.'s penalty
+and how many weights LSTMN and Lin et al.'s rows compute.
 
 Each checker compares the reader's answer with what :mod:`attention.layers`,
-:mod:`attention.models.transformer`, :mod:`attention.masks` and :mod:`attention.functional`
-compute, and says why a wrong answer is wrong.
+:mod:`attention.models.transformer`, :mod:`attention.masks`, :mod:`attention.functional`,
+:mod:`attention.models.lstmn` and :mod:`attention.models.selfattentive` compute, and says why a
+wrong answer is wrong.
 """
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ from torch import nn
 from ..functional import scaled_dot_product_attention
 from ..layers import MultiHeadAttention
 from ..masks import causal_mask
+from ..models.lstmn import LSTMNClassifier, LSTMNConfig
+from ..models.selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalty
 from ..models.transformer import PositionalEncoding, noam_schedule
 from .base import Verdict, exercise, right, wrong
 
 __all__ = ["E_61", "HEADS_61", "POS_62", "DIMS_62", "E_62", "T_63", "QUERY_63", "E_64", "WARMUP_64",
-           "N_65", "D_65"]
+           "N_65", "D_65", "A_66", "B_66", "T_67", "R_67"]
 
 
 def _numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str | None]:
@@ -297,3 +301,107 @@ def cost_crossing(answer: Any) -> Verdict:
     if _close(n, math.sqrt(D_65), abs_=0.5):
         return wrong("set 2·n²·d equal to 2·n·d² and divide both sides by 2·n·d: n = d, not √d")
     return wrong(f"the counts are right; set 2·n²·d = 2·n·d² and solve for n (d = {d})")
+
+
+# 6.6 -------------------------------------------------------------------------------------------
+
+A_66 = ((0.5, 0.5, 0.0), (0.0, 0.5, 0.5))  # two rows over three words that share the middle word
+B_66 = ((1.0, 0.0, 0.0), (1.0, 0.0, 0.0))  # two identical one-hot rows
+
+
+def _penalties_66() -> list[float]:
+    """``penalty`` of attention.models.selfattentive on A_66 and on B_66."""
+    return [float(penalty(torch.tensor(m, dtype=torch.float64))) for m in (A_66, B_66)]
+
+
+def _frobenius_66(matrix, subtract_identity: bool = True, part: str = "all") -> float:
+    A = torch.tensor(matrix, dtype=torch.float64)
+    G = A @ A.T - (torch.eye(len(A), dtype=torch.float64) if subtract_identity else 0)
+    off = ~torch.eye(len(A), dtype=torch.bool)
+    cells = {"all": G, "off": G[off], "diag": G.diagonal()}[part]
+    return float(cells.pow(2).sum())
+
+
+@exercise("6.6", "Lin et al.'s penalty by hand", solution=_penalties_66,
+          wrong_answer=lambda: [math.sqrt(p) for p in _penalties_66()])
+def penalty_by_hand(answer: Any) -> Verdict:
+    got, problem = _numbers(answer, 2, "[P for A, P for B]")
+    if problem:
+        return wrong(problem)
+    want = _penalties_66()
+    if all(_close(g, w, abs_=1e-3) for g, w in zip(got, want)):
+        return right(f"A Aᵀ is [[0.5, 0.25], [0.25, 0.5]] for A: the rows overlap by 0.25 on the middle word and "
+                     f"each has squared mass 0.5, so P = 2·0.5² + 2·0.25² = {want[0]:g}. For B, A Aᵀ is all ones: "
+                     f"no overlap could be larger, and P = {want[1]:g} although both rows are perfectly peaked. "
+                     f"The penalty punishes both ways of failing: spread rows (A) and rows on the same word (B)")
+    for name, k in (("A", 0), ("B", 1)):
+        if _close(got[k], want[k], abs_=1e-3):
+            continue
+        g, m = got[k], (A_66, B_66)[k]
+        if _close(g, math.sqrt(want[k]), abs_=1e-3):
+            return wrong(f"for {name}, {g:g} is the Frobenius norm itself; P is its square")
+        if _close(g, _frobenius_66(m, subtract_identity=False), abs_=1e-3):
+            return wrong(f"for {name}, that is ‖A Aᵀ‖²_F: subtract the identity first, so that a peaked row (a 1 on "
+                         f"the diagonal) costs nothing")
+        if _close(g, _frobenius_66(m, part="off"), abs_=1e-3):
+            return wrong(f"for {name}, that counts only the overlaps off the diagonal; the diagonal entries "
+                         f"(A Aᵀ)_ii − 1 count too")
+        if _close(g, _frobenius_66(m, part="diag"), abs_=1e-3):
+            return wrong(f"for {name}, that counts only the diagonal; the overlaps (A Aᵀ)_ij, i ≠ j, count too, "
+                         f"and each appears twice, as (i, j) and (j, i)")
+        return wrong(f"for {name}, compute A Aᵀ (2 × 2, the dot products of the rows), subtract I and add up the "
+                     f"squares of all four entries")
+    return wrong("check both numbers: one of them is off")
+
+
+# 6.7 -------------------------------------------------------------------------------------------
+
+T_67 = 10  # words in the sentence of exercise 6.7
+R_67 = 4  # rows of Lin et al.'s model
+
+
+@cache
+def _weights_67() -> tuple[int, int]:
+    """The attention weights that are not zero for one sentence of T_67 words: LSTMN's intra-attention
+    map, and the rows of a SelfAttentiveClassifier with R_67 rows (both small and untrained)."""
+    torch.manual_seed(0)
+    tokens, lengths = torch.randint(1, 20, (1, T_67)), torch.tensor([T_67])
+    with torch.no_grad():
+        lstmn = LSTMNClassifier(LSTMNConfig(vocab=20, classes=2, embed_dim=8, hidden_dim=8, attention_dim=8))
+        lin = SelfAttentiveClassifier(SelfAttentiveConfig(vocab=20, classes=2, embed_dim=8, hidden_dim=8,
+                                                          attention_dim=8, rows=R_67, mlp_dim=8))
+        intra = lstmn(tokens, lengths).attention["intra"]  # (1, T, T)
+        rows = lin(tokens, lengths).attention["rows"]  # (1, R, T)
+    return int((intra > 0).sum()), int((rows > 0).sum())
+
+
+@exercise("6.7", "How many weights each model computes", solution=lambda: list(_weights_67()),
+          wrong_answer=lambda: [T_67 * (T_67 + 1) // 2, R_67 * T_67])
+def weight_counts(answer: Any) -> Verdict:
+    got, problem = _numbers(answer, 2, "[LSTMN's weights, Lin et al.'s weights]")
+    if problem:
+        return wrong(problem)
+    lstmn, lin = _weights_67()
+    T, R = T_67, R_67
+    g_lstmn, g_lin = round(got[0]), round(got[1])
+    if (g_lstmn, g_lin) == (lstmn, lin):
+        return right(f"LSTMN: word t scores the t − 1 words before it, 0 + 1 + … + {T - 1} = T(T − 1)/2 = {lstmn}, "
+                     f"one after another, in {T} sequential steps. Lin et al.: {R} rows over {T} words, "
+                     f"r·T = {lin}, all at once after the BiLSTM. LSTMN's count grows with T², Lin et al.'s "
+                     f"only with T; a Transformer layer's self-attention computes T² = {T * T} per head")
+    if g_lstmn != lstmn:
+        if g_lstmn == T * (T + 1) // 2:
+            return wrong("that lets each word attend to itself too; in LSTMN word t sees only the words i < t, "
+                         "because its own slot is written after the step")
+        if g_lstmn == T * T:
+            return wrong("that is every (word, word) pair; LSTMN attends only to earlier words")
+        if g_lstmn == T * (T - 1):
+            return wrong("each pair (t, i) with i < t is one weight: count T(T − 1)/2, not T(T − 1)")
+        return wrong(f"add up how many earlier words each of the {T} words can see: the first none, the second "
+                     f"one, …")
+    if g_lin == T:
+        return wrong(f"that is one row; Lin et al.'s A has r = {R} rows, each a distribution over the {T} words")
+    if g_lin == R * R:
+        return wrong("r × r is the size of A Aᵀ in the penalty; A itself is r × T")
+    return wrong(f"A is r × T: one weight per row and word, with r = {R} and T = {T}")
+
