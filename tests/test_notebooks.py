@@ -21,7 +21,7 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_pairs_with_a_chapter_and_is_in_the_toc(path):
-    number = path.name.split("-")[0]
+    number = re.match(r"\d+", path.name).group()  # "06b-intra-attention" pairs with book/06-*.md
     assert list((ROOT / "book").glob(f"{number}-*.md")), f"no book/{number}-*.md narrative for {path.name}"
     assert f"notebooks/{path.stem}" in TOC, f"{path.name} is not in _toc.yml"
 

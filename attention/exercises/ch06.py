@@ -141,50 +141,7 @@ def positional_entries(answer: Any) -> Verdict:
 
 # 6.3 -------------------------------------------------------------------------------------------
 
-T_63 = 5  # target positions of exercise 6.3
-QUERY_63 = 2  # the query position asked about (counting from 0)
-
-
-def _solution_63() -> list:
-    keep = causal_mask(T_63)  # (T, T), True = may attend
-    blocked = [int(j) for j in torch.nonzero(~keep[QUERY_63]).flatten()]
-    return [blocked, int((~keep).sum())]
-
-
-@exercise("6.3", "What the causal mask blocks", solution=_solution_63,
-          wrong_answer=lambda: [list(range(QUERY_63, T_63)), T_63 * (T_63 + 1) // 2])
-def causal_blocks(answer: Any) -> Verdict:
-    try:
-        positions, count = answer
-        positions = sorted(int(p) for p in positions)
-        count = int(count)
-    except (TypeError, ValueError):
-        return wrong(f"answer with a pair: [the key positions query {QUERY_63} may not see, the number of blocked "
-                     f"(query, key) pairs], e.g. [[0, 1], 3]; got {answer!r}")
-    blocked, total = _solution_63()
-    T, t = T_63, QUERY_63
-    if positions == blocked and count == total:
-        return right(f"query {t} sees keys 0 … {t}, itself included, and not {blocked}; the mask blocks the "
-                     f"{total} pairs above the diagonal, T(T − 1)/2 with T = {T}: every pair (i, j) with j > i")
-    if positions == list(range(t, T)):
-        return wrong(f"a position may attend to itself: query {t} sees keys 0 … {t}, so only {blocked} are blocked")
-    if positions == list(range(t)):
-        return wrong(f"those are the keys query {t} may see (the past); the mask blocks the future ones")
-    if positions != blocked:
-        return wrong(f"query {t} may see the positions up to and including its own; the others are blocked")
-    if count == T * T - total:
-        return wrong(f"{count} is the number of pairs the mask keeps (the diagonal and below); the blocked ones "
-                     f"lie above the diagonal")
-    if count == T * (T + 1) // 2:
-        return wrong("that counts the diagonal too, but each position may attend to itself")
-    if count == T * (T - 1):
-        return wrong(f"each blocked pair (i, j), j > i, is counted once: T(T − 1)/2 = {total}, not T(T − 1)")
-    return wrong(f"the blocked positions are right; count the pairs (i, j) with j > i among {T} × {T}")
-
-
-# 6.4 -------------------------------------------------------------------------------------------
-
-E_64 = 512  # d_model of exercise 6.4 (the paper's base model)
+E_64 = 512  # d_model of exercise 6.3 (the paper's base model)
 WARMUP_64 = 4000  # warmup_steps
 
 
@@ -197,7 +154,7 @@ def _peak_64() -> tuple[int, float]:
     return step, rate(step)
 
 
-@exercise("6.4", "The peak of the warm-up schedule", solution=lambda: list(_peak_64()),
+@exercise("6.3", "The peak of the warm-up schedule", solution=lambda: list(_peak_64()),
           wrong_answer=lambda: [WARMUP_64, WARMUP_64 ** -0.5])
 def schedule_peak(answer: Any) -> Verdict:
     got, problem = _numbers(answer, 2, "the step at which the learning rate is highest, and that rate")
@@ -230,9 +187,9 @@ def schedule_peak(answer: Any) -> Verdict:
                  f"d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) at step = {step}")
 
 
-# 6.5 -------------------------------------------------------------------------------------------
+# 6.4 -------------------------------------------------------------------------------------------
 
-N_65 = 64  # sequence length n of exercise 6.5
+N_65 = 64  # sequence length n of exercise 6.4
 D_65 = 256  # state size d
 
 
@@ -264,7 +221,7 @@ def _solution_65() -> list[float]:
     return [*_multiply_adds_65(), _crossing_65()]
 
 
-@exercise("6.5", "Where self-attention becomes the dearer layer", solution=_solution_65,
+@exercise("6.4", "Where self-attention becomes the dearer layer", solution=_solution_65,
           wrong_answer=lambda: [N_65 * N_65 * D_65, N_65 * D_65 * D_65, D_65])
 def cost_crossing(answer: Any) -> Verdict:
     got, problem = _numbers(answer, 3, "[self-attention's multiply-adds, the RNN layer's, the n where they are "
@@ -303,7 +260,7 @@ def cost_crossing(answer: Any) -> Verdict:
     return wrong(f"the counts are right; set 2·n²·d = 2·n·d² and solve for n (d = {d})")
 
 
-# 6.6 -------------------------------------------------------------------------------------------
+# 6.5 -------------------------------------------------------------------------------------------
 
 A_66 = ((0.5, 0.5, 0.0), (0.0, 0.5, 0.5))  # two rows over three words that share the middle word
 B_66 = ((1.0, 0.0, 0.0), (1.0, 0.0, 0.0))  # two identical one-hot rows
@@ -322,7 +279,7 @@ def _frobenius_66(matrix, subtract_identity: bool = True, part: str = "all") -> 
     return float(cells.pow(2).sum())
 
 
-@exercise("6.6", "Lin et al.'s penalty by hand", solution=_penalties_66,
+@exercise("6.5", "Lin et al.'s penalty by hand", solution=_penalties_66,
           wrong_answer=lambda: [math.sqrt(p) for p in _penalties_66()])
 def penalty_by_hand(answer: Any) -> Verdict:
     got, problem = _numbers(answer, 2, "[P for A, P for B]")
@@ -352,56 +309,3 @@ def penalty_by_hand(answer: Any) -> Verdict:
         return wrong(f"for {name}, compute A Aᵀ (2 × 2, the dot products of the rows), subtract I and add up the "
                      f"squares of all four entries")
     return wrong("check both numbers: one of them is off")
-
-
-# 6.7 -------------------------------------------------------------------------------------------
-
-T_67 = 10  # words in the sentence of exercise 6.7
-R_67 = 4  # rows of Lin et al.'s model
-
-
-@cache
-def _weights_67() -> tuple[int, int]:
-    """The attention weights that are not zero for one sentence of T_67 words: LSTMN's intra-attention
-    map, and the rows of a SelfAttentiveClassifier with R_67 rows (both small and untrained)."""
-    torch.manual_seed(0)
-    tokens, lengths = torch.randint(1, 20, (1, T_67)), torch.tensor([T_67])
-    with torch.no_grad():
-        lstmn = LSTMNClassifier(LSTMNConfig(vocab=20, classes=2, embed_dim=8, hidden_dim=8, attention_dim=8))
-        lin = SelfAttentiveClassifier(SelfAttentiveConfig(vocab=20, classes=2, embed_dim=8, hidden_dim=8,
-                                                          attention_dim=8, rows=R_67, mlp_dim=8))
-        intra = lstmn(tokens, lengths).attention["intra"]  # (1, T, T)
-        rows = lin(tokens, lengths).attention["rows"]  # (1, R, T)
-    return int((intra > 0).sum()), int((rows > 0).sum())
-
-
-@exercise("6.7", "How many weights each model computes", solution=lambda: list(_weights_67()),
-          wrong_answer=lambda: [T_67 * (T_67 + 1) // 2, R_67 * T_67])
-def weight_counts(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, 2, "[LSTMN's weights, Lin et al.'s weights]")
-    if problem:
-        return wrong(problem)
-    lstmn, lin = _weights_67()
-    T, R = T_67, R_67
-    g_lstmn, g_lin = round(got[0]), round(got[1])
-    if (g_lstmn, g_lin) == (lstmn, lin):
-        return right(f"LSTMN: word t scores the t − 1 words before it, 0 + 1 + … + {T - 1} = T(T − 1)/2 = {lstmn}, "
-                     f"one after another, in {T} sequential steps. Lin et al.: {R} rows over {T} words, "
-                     f"r·T = {lin}, all at once after the BiLSTM. LSTMN's count grows with T², Lin et al.'s "
-                     f"only with T; a Transformer layer's self-attention computes T² = {T * T} per head")
-    if g_lstmn != lstmn:
-        if g_lstmn == T * (T + 1) // 2:
-            return wrong("that lets each word attend to itself too; in LSTMN word t sees only the words i < t, "
-                         "because its own slot is written after the step")
-        if g_lstmn == T * T:
-            return wrong("that is every (word, word) pair; LSTMN attends only to earlier words")
-        if g_lstmn == T * (T - 1):
-            return wrong("each pair (t, i) with i < t is one weight: count T(T − 1)/2, not T(T − 1)")
-        return wrong(f"add up how many earlier words each of the {T} words can see: the first none, the second "
-                     f"one, …")
-    if g_lin == T:
-        return wrong(f"that is one row; Lin et al.'s A has r = {R} rows, each a distribution over the {T} words")
-    if g_lin == R * R:
-        return wrong("r × r is the size of A Aᵀ in the penalty; A itself is r × T")
-    return wrong(f"A is r × T: one weight per row and word, with r = {R} and T = {T}")
-
