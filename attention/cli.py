@@ -51,6 +51,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_status(status: dict[str, list[str]], what: str) -> None:
+    """The ``{"done", "missing"}`` of a resumable recorded run."""
+    print(f"{len(status['done'])} {what} done, {len(status['missing'])} missing")
+    for key in status["missing"]:
+        print("  missing", key)
+
+
+def _print_recorded(record: dict | None, directory) -> None:
+    print("runs still missing: run again to resume" if record is None
+          else f"recorded {record['name']} in {directory or RESULTS_DIR}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "convergence":
@@ -64,10 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"recorded hsk-convergence in {args.results_dir or RESULTS_DIR}")
     elif args.command == "ablation":
         if args.status and "variants" in BUDGETS[args.budget]:
-            status = converged_status(args.budget, args.results_dir)
-            print(f"{len(status['done'])} pieces done, {len(status['missing'])} missing")
-            for key in status["missing"]:
-                print("  missing", key)
+            _print_status(converged_status(args.budget, args.results_dir), "pieces")
         elif "variants" in BUDGETS[args.budget]:  # resumable: runs what is missing
             record = run_converged(args.budget, pairs=args.pair, directory=args.results_dir, progress=True)
             if record is None:
@@ -80,27 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
     elif args.command == "transformer":
         if args.status:
-            status = comparison.comparison_status(args.results_dir)
-            print(f"{len(status['done'])} runs done, {len(status['missing'])} missing")
-            for key in status["missing"]:
-                print("  missing", key)
+            _print_status(comparison.comparison_status(args.results_dir), "runs")
         else:
             if args.heads:
                 record = comparison.run_heads(args.results_dir, progress=True)
             else:
                 record = comparison.run_comparison(args.pair, args.results_dir, progress=True)
-            print("runs still missing: run again to resume" if record is None
-                  else f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+            _print_recorded(record, args.results_dir)
     elif args.command == "intra":
         if args.status:
-            status = intra.intra_status(args.results_dir)
-            print(f"{len(status['done'])} runs done, {len(status['missing'])} missing")
-            for key in status["missing"]:
-                print("  missing", key)
+            _print_status(intra.intra_status(args.results_dir), "runs")
         else:
             record = intra.run_intra(args.results_dir, progress=True, reverse=args.reverse)
-            print("runs still missing: run again to resume" if record is None
-                  else f"recorded {record['name']} in {args.results_dir or RESULTS_DIR}")
+            _print_recorded(record, args.results_dir)
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema
