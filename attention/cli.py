@@ -6,6 +6,7 @@
     python -m attention transformer [--pair hsk] # chapter 6: RNNsearch vs the Transformer, 3 seeds, resumable
     python -m attention transformer --heads      # chapter 6: the heads sweep
     python -m attention intra                    # chapter 6: LSTMN, Lin et al. +/- penalty, pooling; 3 seeds
+    python -m attention han                      # chapter 5: HAN vs HN-AVE vs HN-MAX, attention vs ratings; 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import comparison, intra
+from . import comparison, hierarchical, intra
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -45,8 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     ia = sub.add_parser("intra", help="chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines")
     ia.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     ia.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    han = sub.add_parser("han", help="chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings")
+    han.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    han.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, res):
+    for p in (conv, abl, tr, ia, han, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -101,6 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_status(intra.intra_status(args.results_dir), "runs")
         else:
             record = intra.run_intra(args.results_dir, progress=True, reverse=args.reverse)
+            _print_recorded(record, args.results_dir)
+    elif args.command == "han":
+        if args.status:
+            _print_status(hierarchical.hierarchical_status(args.results_dir), "runs")
+        else:
+            record = hierarchical.run_hierarchical(args.results_dir, progress=True, reverse=args.reverse)
             _print_recorded(record, args.results_dir)
     elif args.command == "results":
         for name in list_results(args.results_dir):

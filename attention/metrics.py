@@ -6,6 +6,8 @@
   reference strings, and the signature is reported so numbers can be compared.
 * AER (Och & Ney 2003): ``1 − (|A∩S| + |A∩P|) / (|A| + |S|)`` for predicted links A,
   sure links S and possible links P ⊇ S.
+* Spearman's rank correlation: the Pearson correlation of the ranks, ties given their
+  average rank (chapter 5 compares attention weights with human ratings by it).
 
 Chapter 3 prints all three; chapter 10 discusses what they do and do not measure.
 """
@@ -15,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["BleuResult", "corpus_bleu", "bleu_by_length", "detokenize", "aer"]
+__all__ = ["BleuResult", "corpus_bleu", "bleu_by_length", "detokenize", "aer", "ranks", "spearman"]
 
 
 @dataclass
@@ -131,3 +133,39 @@ def aer(predicted, sure, possible) -> float:
         hits += len(a & s) + len(a & p)
         total += len(a) + len(s)
     return 0.0 if total == 0 else 1.0 - hits / total
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """Ranks 1..n of ``values``, ties sharing their average rank (``[3, 1, 3] -> [2.5, 1, 2.5]``)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rank correlation of two equally long sequences, in -1..1.
+
+    None when it is undefined: fewer than two items, or either sequence constant (all ties).
+    """
+    if len(x) != len(y):
+        raise ValueError(f"spearman needs sequences of one length; got {len(x)} and {len(y)}")
+    if any(v != v for v in list(x) + list(y)):
+        raise ValueError("spearman got a NaN")
+    if len(x) < 2:
+        return None
+    rx, ry = ranks(list(x)), ranks(list(y))
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / (sxx * syy) ** 0.5

@@ -11,10 +11,12 @@
 * ``lstmn``     -- chapter 6: Cheng et al.'s LSTMN, an LSTM attending over its own past states (intra-attention)
 * ``selfattentive`` -- chapter 6: Lin et al.'s structured self-attentive sentence embedding and its penalty
 * ``pooling``   -- chapter 6: the BiLSTM sentence encoder, pooled by last state, mean or max (no attention)
+* ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
 """
 from .base import SequenceModel
 from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
                         select_rows)
+from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
 from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
@@ -26,7 +28,7 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
                           noam_schedule)
 
 __all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DecoderLayer", "Encoded", "Encoder",
-           "EncoderLayer", "EncoderMemory", "FeedForward", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
+           "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
            "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
            "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
