@@ -539,3 +539,71 @@ def _colormap(name: str):
     """A matplotlib colormap by name (without pyplot)."""
     import matplotlib
     return matplotlib.colormaps[name]
+
+
+# Chapter 5: hierarchical attention.
+__all__ += ["DOCUMENT_VIEWS", "han_document_figure"]
+
+#: what the bars of :func:`han_document_figure` show
+DOCUMENT_VIEWS = ("HAN's sentence attention", "people's |rating|")
+
+
+def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, sentence_weights, ratings=None,
+                        view: str = DOCUMENT_VIEWS[0], title: str | None = None, max_words: int = 16):
+    """HAN's explorer frame: one document, a row per sentence. Left: a bar per sentence, HAN's sentence
+    attention (``view`` 0) or the strength ``|rating|`` people gave it (``view`` 1, when ``ratings``
+    are given, on the scale 0..4); right: the sentence's words, each shaded by its word attention
+    (relative to the largest in its sentence). Sentences longer than ``max_words`` end in "…".
+
+    Args:
+        sentences: ``N`` sentences, lists of words.
+        word_weights: ``(N, T)`` word attention (a row per sentence, padding ignored).
+        sentence_weights: ``(N,)`` sentence attention.
+        ratings: ``N`` human ratings (-4 .. +4), or None.
+    """
+    from matplotlib.figure import Figure
+    sentences = [list(s) for s in sentences]
+    N = len(sentences)
+    words = _to_numpy(word_weights)
+    alpha = np.asarray(_to_numpy(torch.as_tensor(sentence_weights).reshape(1, -1))[0])
+    if words.shape[0] != N or alpha.shape[0] != N or words.shape[1] < max(len(s) for s in sentences):
+        raise ValueError(f"han_document_figure got {N} sentences (longest {max(len(s) for s in sentences)} words), "
+                         f"word weights {words.shape} and sentence weights {alpha.shape}")
+    if view not in DOCUMENT_VIEWS:
+        raise ValueError(f"view must be one of {DOCUMENT_VIEWS}, got {view!r}")
+    if view == DOCUMENT_VIEWS[1] and ratings is None:
+        raise ValueError("this document has no human ratings to show")
+    if ratings is not None and len(ratings) != N:
+        raise ValueError(f"han_document_figure got {len(ratings)} ratings for {N} sentences")
+    family = _font_family([w for s in sentences for w in s])
+    fig = Figure(figsize=(11, 1.1 + 0.42 * N), layout="constrained")
+    bars, text = fig.subplots(1, 2, width_ratios=[1.3, 6])
+    if view == DOCUMENT_VIEWS[0]:
+        values, color, xmax, label = alpha, "tab:orange", max(float(alpha.max()), 1e-9) * 1.1, "sentence attention"
+    else:
+        values, color, xmax, label = np.abs(np.asarray(ratings, dtype=float)), "tab:blue", 4.0, "|rating| (0-4)"
+    bars.barh(range(N), values, color=color)
+    bars.set_yticks(range(N), [f"s{i + 1}" for i in range(N)])
+    bars.set_ylim(N - 0.5, -0.5)
+    bars.set_xlim(0, xmax)
+    bars.set_xlabel(label)
+    cmap = _colormap("Oranges")
+    width = 0
+    for i, sentence in enumerate(sentences):
+        row = words[i, :len(sentence)]
+        scale = row.max() if row.max() > 0 else 1.0
+        x = 0
+        shown = sentence[:max_words] + (["…"] if len(sentence) > max_words else [])
+        for t, word in enumerate(shown):
+            face = cmap(0.85 * row[t] / scale) if t < len(row) and word != "…" else "white"
+            text.text(x, i, word, ha="left", va="center", fontsize=9, family=family or "monospace",
+                      bbox=dict(boxstyle="square,pad=0.15", facecolor=face, edgecolor="none"))
+            x += len(word) + 1
+        width = max(width, x)
+    text.set_xlim(-0.5, max(width, 40))
+    text.set_ylim(N - 0.5, -0.5)
+    text.set_axis_off()
+    top = int(alpha.argmax())
+    heading = f"HAN weighs s{top + 1} most ({alpha[top]:.2f}); words shaded by word attention within each sentence"
+    fig.suptitle(title + "\n" + heading if title else heading, fontsize=10)
+    return fig

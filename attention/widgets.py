@@ -23,11 +23,14 @@ import torch
 from torch import Tensor
 
 from .data import Vocab, collate, make_dates
-from .models import (LSTMNClassifier, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
+from .data.documents import Document
+from .metrics import spearman
+from .models import (HANClassifier, HANConfig, LSTMNClassifier, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
-from .viz import (HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
-                  decoding_step_figure, figure_to_png, head_map_figure, intra_attention_figure, local_window_figure,
+from .tasks.documents import DocumentData
+from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
+                  decoding_step_figure, figure_to_png, han_document_figure, head_map_figure, intra_attention_figure, local_window_figure,
                   score_weights_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
@@ -379,3 +382,67 @@ def rows_explorer(models: dict | None = None, data=None, sentences=None, mode: s
 
 
 EXPLORERS |= {"lstmn": lstmn_explorer, "rows": rows_explorer}
+
+
+# Chapter 5, hierarchical attention.
+__all__ += ["han_explorer"]
+
+
+def _demo_documents() -> DocumentData:
+    """The demo sentences as two tiny documents with made-up ratings: enough to drive the widget."""
+    sentences = [tuple(s.split()) for s in _DEMO_SENTENCES]
+    docs = [Document(tuple(sentences), 1, {"ratings": [0.5, -2.0, 1.5]}),
+            Document(tuple(sentences[::-1]), 0, {"ratings": [1.5, -2.0, 0.5]})]
+    vocab = Vocab.build([d.tokens for d in docs])
+    return DocumentData("documents-demo", docs, docs, docs, vocab, ["negative", "positive"])
+
+
+@torch.no_grad()
+def _document_attention(model, data: DocumentData, document) -> tuple[Tensor, Tensor]:
+    """HAN's word ``(N, T)`` and sentence ``(N,)`` attention on one document, on the CPU."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = data.collate([document]).to(device)
+    attention = model(*data.inputs(batch)).attention
+    if "sentence" not in attention:
+        raise ValueError("han_explorer needs a model with attention (HANConfig.pool='attention' or 'mean')")
+    return attention["word"][0].cpu(), attention["sentence"][0].cpu()
+
+
+def han_explorer(model=None, data=None, documents=None, mode: str = "auto") -> Explorer:
+    """Chapter 5: pick a document; see HAN's sentence attention beside each sentence, the words
+    shaded by word attention, and switch the bars to the strength of the rating people gave each
+    sentence (``viz.han_document_figure``). The static page holds documents × 2 frames.
+
+    Args:
+        model, data: a trained :class:`~attention.models.HANClassifier` and its
+            :class:`~attention.tasks.documents.DocumentData`; without them, an untrained demo HAN on
+            two hand-written documents (to try the widget).
+        documents: the :class:`~attention.data.documents.Document`\\ s offered, ideally with
+            ``meta["ratings"]`` (VADER's); default: the first three test documents.
+    """
+    if model is None:
+        data = _demo_documents()
+        torch.manual_seed(0)
+        model = HANClassifier(HANConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8,
+                                        attention_dim=16))
+    documents = list(documents if documents is not None else data.test[:3])
+    frames = {}
+    for i, d in enumerate(documents):
+        name = f"{i + 1}. " + " ".join(d.sentences[0][:8]) + (" …" if len(d.sentences[0]) > 8 else "")
+        frames[name] = (d, *_document_attention(model, data, d))
+    rated = all("ratings" in d.meta for d in documents)
+
+    def draw(document: str = next(iter(frames)), view: str = DOCUMENT_VIEWS[0]):
+        d, words, sentences = frames[document]
+        ratings = d.meta.get("ratings")
+        rho = spearman(sentences.tolist(), [abs(r) for r in ratings]) if ratings else None
+        title = f"{len(d.sentences)} sentences" + ("" if rho is None else
+                                                    f"; Spearman(attention, |rating|) = {rho:+.2f}")
+        return han_document_figure(d.sentences, words, sentences, ratings, view=view, title=title)
+
+    views = list(DOCUMENT_VIEWS) if rated else [DOCUMENT_VIEWS[0]]
+    return explorer(draw, {"document": list(frames), "view": views}, mode=mode)
+
+
+EXPLORERS |= {"han": han_explorer}

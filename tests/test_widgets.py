@@ -1,4 +1,5 @@
 """Explorers (live and static) and the viz functions they wrap."""
+import dataclasses
 import itertools
 import os
 import subprocess
@@ -12,7 +13,8 @@ import torch
 
 from attention import viz, widgets
 from attention.data import collate
-from attention.models import (LSTMNClassifier, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
+from attention.metrics import spearman
+from attention.models import (HANClassifier, HANConfig, LSTMNClassifier, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
                               TransformerConfig)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,3 +232,32 @@ def test_intra_and_rows_figures_check_their_shapes():
         viz.attention_rows_figure(["a", "b"], torch.full((2, 2), 0.5), 3)
     with pytest.raises(ValueError, match="2 tokens and rows over 3 words"):
         viz.attention_rows_figure(["a", "b"], torch.full((2, 3), 1 / 3), 1)
+
+
+def test_han_explorer_frames_follow_document_and_view():
+    data = widgets._demo_documents()
+    torch.manual_seed(0)
+    model = HANClassifier(HANConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=4, attention_dim=8))
+    e = widgets.han_explorer(model, data, data.test[:2], mode="static")
+    assert list(e.controls) == ["document", "view"] and e.frames == 2 * 2
+    words, sentences = widgets._document_attention(model, data, data.test[1])  # (N, T), (N,)
+    torch.testing.assert_close(sentences.sum(), torch.tensor(1.0))
+    torch.testing.assert_close(words.sum(-1), torch.ones(3))
+    doc = data.test[1]
+    rho = spearman(sentences.tolist(), [abs(r) for r in doc.meta["ratings"]])
+    expected = viz.han_document_figure(doc.sentences, words, sentences, doc.meta["ratings"], view=viz.DOCUMENT_VIEWS[1],
+                                       title=f"3 sentences; Spearman(attention, |rating|) = {rho:+.2f}")
+    leaf = e.widget.children[1].children[1].children[1]  # 2nd document, people's ratings
+    assert bytes(leaf.value) == viz.figure_to_png(expected)
+    unrated = [dataclasses.replace(d, meta={}) for d in data.test[:2]]
+    assert list(widgets.han_explorer(model, data, unrated, mode="live").controls["view"].options) == [
+        (viz.DOCUMENT_VIEWS[0], viz.DOCUMENT_VIEWS[0])]
+    with pytest.raises(ValueError, match="needs a model with attention"):
+        widgets.han_explorer(HANClassifier(HANConfig(len(data.vocab), 2, pool="max")), data, mode="live")
+
+
+def test_han_document_figure_checks_its_inputs():
+    with pytest.raises(ValueError, match=r"got 2 sentences \(longest 3 words\)"):
+        viz.han_document_figure([["a"], ["b", "c", "d"]], torch.zeros(2, 2), torch.tensor([0.5, 0.5]))
+    with pytest.raises(ValueError, match="no human ratings to show"):
+        viz.han_document_figure([["a"]], torch.ones(1, 1), torch.ones(1), view=viz.DOCUMENT_VIEWS[1])
