@@ -12,9 +12,11 @@ words. Sources (``CONTRIBUTING.md``, "Data"), fetched and verified by :mod:`atte
 * **VADER's Amazon and New York Times documents** -- PyPI ``vaderSentiment`` 3.3.2 sdist (MIT),
   ``amazonReviewSnippets_GroundTruth.txt`` and ``nytEditorialSnippets_GroundTruth.txt`` of the
   ``hutto_ICWSM_2014.tar.gz`` inside it: lines ``doc_sentence <tab> rating <tab> sentence``, the
-  rating the mean of about 20 human ratings on -4 .. +4, *per sentence*. Consecutive sentences of
-  one document share the ``doc`` id: **300 Amazon reviews** (3,708 sentences, 1-70 per document)
-  and **498 NYT editorial excerpts** (5,190 sentences, 3-23 per document). They let the weights a
+  rating the mean of about 20 human ratings on -4 .. +4, *per sentence*. Sentences of one
+  document share the ``doc`` id: 300 Amazon reviews (3,708 sentences) and 498 NYT editorial
+  excerpts (5,190 sentences) in the files; the loader drops the one document of each whose mean
+  rating is exactly 0, leaving **299 Amazon documents** (3,707 sentences, 1-70 each) and **497 NYT
+  documents** (5,177 sentences, 3-23 each). They let the weights a
   model gives each sentence be compared with how strongly people rated it.
 
 Each loader returns a list of :class:`Document` ``(sentences, label, meta)``; ``sentences`` is a
