@@ -5,6 +5,8 @@
                      (de->en, GPL-2+)
 * ``sentiment``   -- :func:`load_rotten_tomatoes` (Apache-2.0), :func:`load_vader_movie_snippets`
                      (human ratings, MIT), :func:`load_vader_lexicon`: labelled sentences
+* ``documents``   -- :func:`load_pang_lee` (movie reviews, personal use), :func:`load_vader_documents`
+                     (Amazon / NYT documents with a human rating per sentence, MIT)
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
@@ -20,11 +22,13 @@ from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk
                           tokenize_chars, tokenize_words)
 from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load_vader_movie_snippets,
                         parse_rotten_tomatoes, parse_vader_lexicon, parse_vader_snippets)
+from .documents import Document, load_pang_lee, load_vader_documents
 from .vocab import Vocab
 
 __all__ = [
-    "Batch", "DatePair", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
+    "Batch", "DatePair", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
     "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
+    "load_pang_lee", "load_vader_documents",
     "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",
     "parse_ding", "parse_hsk", "parse_rotten_tomatoes", "parse_vader_lexicon",
     "parse_vader_snippets", "read_member", "split", "tokenize_chars", "tokenize_words",
