@@ -45,8 +45,8 @@ __all__ = ["HIERARCHICAL", "VARIANTS", "PAPER", "build_han", "attention_vs_ratin
 #: variant -> the HANConfig.pool it trains with (Yang et al.'s names)
 VARIANTS = {"han": "attention", "hn-ave": "mean", "hn-max": "max"}
 HIERARCHICAL = {"corpus": "pang-lee", "min_freq": 3, "seeds": [0, 1, 2], "variants": list(VARIANTS),
-                "embed_dim": 64, "hidden_dim": 32, "attention_dim": 64, "dropout": 0.3, "max_epochs": 15,
-                "patience": 3, "batch_size": 16, "lr": 2e-3, "vader": ["amazon", "nyt"], "min_sentences": 3,
+                "embed_dim": 64, "hidden_dim": 32, "attention_dim": 64, "dropout": 0.3, "max_epochs": 20,
+                "patience": 5, "batch_size": 16, "lr": 2e-3, "vader": ["amazon", "nyt"], "min_sentences": 3,
                 "random_draws": 20}
 
 #: Yang et al. (2016), Table 2: test accuracy (%) of the same three variants on two of their corpora
