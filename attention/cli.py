@@ -7,6 +7,7 @@
     python -m attention transformer --heads      # chapter 6: the heads sweep
     python -m attention intra                    # chapter 6: LSTMN, Lin et al. +/- penalty, pooling; 3 seeds
     python -m attention han                      # chapter 5: HAN vs HN-AVE vs HN-MAX, attention vs ratings; 3 seeds
+    python -m attention nested                   # chapter 5: nested word/character attention for spelling; 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import comparison, hierarchical, intra
+from . import comparison, hierarchical, intra, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -49,8 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     han = sub.add_parser("han", help="chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings")
     han.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     han.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    ne = sub.add_parser("nested", help="chapter 5: word-level vs nested word/character attention, spelling")
+    ne.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, res):
+    for p in (conv, abl, tr, ia, han, ne, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -111,6 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_status(hierarchical.hierarchical_status(args.results_dir), "runs")
         else:
             record = hierarchical.run_hierarchical(args.results_dir, progress=True, reverse=args.reverse)
+            _print_recorded(record, args.results_dir)
+    elif args.command == "nested":
+        if args.status:
+            _print_status(nested.nested_status(args.results_dir), "runs")
+        else:
+            record = nested.run_nested(args.results_dir, progress=True)
             _print_recorded(record, args.results_dir)
     elif args.command == "results":
         for name in list_results(args.results_dir):

@@ -7,6 +7,7 @@
                      (human ratings, MIT), :func:`load_vader_lexicon`: labelled sentences
 * ``documents``   -- :func:`load_pang_lee` (movie reviews, personal use), :func:`load_vader_documents`
                      (Amazon / NYT documents with a human rating per sentence, MIT)
+* ``spelling``    -- :func:`load_codespell`: codespell's real misspellings (CC-BY-SA-3.0)
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
@@ -23,12 +24,13 @@ from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk
 from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load_vader_movie_snippets,
                         parse_rotten_tomatoes, parse_vader_lexicon, parse_vader_snippets)
 from .documents import Document, load_pang_lee, load_vader_documents
+from .spelling import load_codespell
 from .vocab import Vocab
 
 __all__ = [
     "Batch", "DatePair", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
     "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
-    "load_pang_lee", "load_vader_documents",
+    "load_codespell", "load_pang_lee", "load_vader_documents",
     "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",
     "parse_ding", "parse_hsk", "parse_rotten_tomatoes", "parse_vader_lexicon",
     "parse_vader_snippets", "read_member", "split", "tokenize_chars", "tokenize_words",

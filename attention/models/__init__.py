@@ -12,12 +12,14 @@
 * ``selfattentive`` -- chapter 6: Lin et al.'s structured self-attentive sentence embedding and its penalty
 * ``pooling``   -- chapter 6: the BiLSTM sentence encoder, pooled by last state, mean or max (no attention)
 * ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
+* ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
 """
 from .base import SequenceModel
 from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
                         select_rows)
 from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
+from .nested import NestedConfig, NestedSeq2Seq
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
 from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
 from .registry import MODELS, build, model_name, register_model
@@ -29,7 +31,7 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
 
 __all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DecoderLayer", "Encoded", "Encoder",
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
-           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "PoolingClassifierConfig",
+           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
            "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
