@@ -607,3 +607,42 @@ def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, senten
     heading = f"HAN weighs s{top + 1} most ({alpha[top]:.2f}); words shaded by word attention within each sentence"
     fig.suptitle(title + "\n" + heading if title else heading, fontsize=10)
     return fig
+
+
+__all__ += ["nested_attention_figure"]
+
+
+def nested_attention_figure(src_tokens: Sequence[str], word_weights, source: int, written: Sequence[str],
+                            char_weights, title: str | None = None):
+    """The nested model's explorer frame: one word the character decoder writes. Top: the source
+    sentence shaded by the word-level attention at that step, the word it weighs most (whose
+    characters the decoder reads) boxed; bottom: the nested attention ``(K, L)``, a row per character
+    written (``written``, ending in ``</s>``) over the characters of that source word."""
+    from matplotlib.figure import Figure
+    src_tokens = list(src_tokens)
+    S = len(src_tokens)
+    alpha = np.asarray(torch.as_tensor(word_weights, dtype=torch.float32).reshape(-1)[:S])
+    beta = _to_numpy(char_weights)
+    letters = list(src_tokens[source])
+    if beta.shape[0] != len(written) or beta.shape[1] < len(letters):
+        raise ValueError(f"nested_attention_figure got {len(written)} characters written and "
+                         f"{len(letters)} source characters, char weights {beta.shape}")
+    beta = beta[:, :len(letters)]
+    fig = Figure(figsize=(max(6.0, 0.62 * S + 1.5), 2.2 + 0.36 * len(written)), layout="constrained")
+    top, bottom = fig.subplots(2, 1, height_ratios=[1.0, max(len(written), 2) * 0.45])
+    cmap = _colormap("Oranges")
+    scale = alpha.max() if alpha.max() > 0 else 1.0
+    for i, token in enumerate(src_tokens):
+        top.text(i, 0.5, token, ha="center", va="center", fontsize=9,
+                 bbox=dict(boxstyle="round,pad=0.25", facecolor=cmap(0.85 * alpha[i] / scale),
+                           edgecolor="black" if i == source else "none"))
+        top.text(i, 0.0, f"{alpha[i]:.2f}", ha="center", va="center", fontsize=7)
+    top.set_xlim(-0.6, S - 0.4)
+    top.set_ylim(-0.3, 0.9)
+    top.set_axis_off()
+    word = "".join(c for c in written if c != "</s>")
+    heading = f"writing '{word}' letter by letter, reading the letters of '{src_tokens[source]}'"
+    top.set_title(title + "\n" + heading if title else heading, fontsize=10)
+    heatmap(beta, letters, list(written), ax=bottom, vmax=1.0, xlabel="character of the source word",
+            ylabel="character written")
+    return fig

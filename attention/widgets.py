@@ -25,12 +25,13 @@ from torch import Tensor
 from .data import Vocab, collate, make_dates
 from .data.documents import Document
 from .metrics import spearman
-from .models import (HANClassifier, HANConfig, LSTMNClassifier, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
+from .models import (HANClassifier, HANConfig, LSTMNClassifier, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
 from .tasks.documents import DocumentData
+from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
-                  decoding_step_figure, figure_to_png, han_document_figure, head_map_figure, intra_attention_figure, local_window_figure,
+                  decoding_step_figure, figure_to_png, han_document_figure, head_map_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
                   score_weights_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
@@ -446,3 +447,82 @@ def han_explorer(model=None, data=None, documents=None, mode: str = "auto") -> E
 
 
 EXPLORERS |= {"han": han_explorer}
+
+
+__all__ += ["nested_explorer"]
+
+#: hand-made misspelt sentences (codespell pairs) for the untrained demo model of nested_explorer
+_DEMO_MISSPELT = (("i", "will", "recieve", "it", "tomorow"), ("i", "will", "receive", "it", "tomorrow")), \
+                 (("the", "wheather", "is", "beatiful"), ("the", "weather", "is", "beautiful"))
+
+
+def _demo_spelling():
+    """Two misspelt sentences and an untrained nested model whose vocabularies lack the corrections."""
+    examples = [Misspelt(src, tgt, tuple(s != t for s, t in zip(src, tgt))) for src, tgt in _DEMO_MISSPELT]
+    keep = [[w for w, m in zip(e.src, e.misspelt) if not m] for e in examples]
+    src_vocab = Vocab.build(keep)
+    tgt_vocab = Vocab.build(keep)  # the corrected words are <unk>: the character decoder writes them
+    char_vocab = Vocab.build([w for e in examples for w in e.src + e.tgt])
+    data = SpellingData("spelling-demo", examples, examples, examples, src_vocab, tgt_vocab, char_vocab)
+    torch.manual_seed(0)
+    model = NestedSeq2Seq(NestedConfig(len(src_vocab), len(tgt_vocab), len(char_vocab), embed_dim=16,
+                                       hidden_dim=16, char_embed_dim=8, char_hidden_dim=8, char_level=True))
+    return model, data
+
+
+@torch.no_grad()
+def _written_words(model, data: SpellingData, example) -> list[dict]:
+    """Every word the character decoder writes for ``example`` under teacher forcing: its source
+    position, word attention ``(S,)``, characters written and nested attention ``(K, L)``."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = data.collate([example]).to(device)
+    out = model(batch.src, batch.src_lengths, batch.tgt_in, batch.chars, batch.char_lengths, batch.oov,
+                batch.tgt_unk, batch.tgt_chars_in)
+    if out.char_attention is None:
+        raise ValueError("nested_explorer needs a model with char_level=True")
+    words = []
+    for n, t in enumerate(out.char_rows[0].nonzero().flatten().tolist()):
+        target = example.tgt[t]
+        written = list(target) + ["</s>"]
+        words.append({"position": t, "source": int(out.char_source[n]), "alpha": out.attention[0, t].cpu(),
+                      "written": written, "beta": out.char_attention[n, :len(written)].cpu(), "target": target})
+    return words
+
+
+def nested_explorer(model=None, data=None, examples=None, mode: str = "auto") -> Explorer:
+    """Chapter 5: pick a word that the nested model writes letter by letter (a word its word
+    vocabulary lacks) in a misspelt sentence; see which source word the word-level attention picks and
+    how the character attention moves over that word's letters as each letter is written
+    (``viz.nested_attention_figure``). One frame per word offered.
+
+    Args:
+        model, data: a trained :class:`~attention.models.nested.NestedSeq2Seq` with ``char_level=True``
+            and its :class:`~attention.tasks.spelling.SpellingData`; without them, an untrained demo
+            model on two hand-made sentences (to try the widget).
+        examples: the sentences to take the words from (default: the test sentences); the first
+            six words written for a misspelt source word are offered, topped up with other written words.
+    """
+    if model is None:
+        model, data = _demo_spelling()
+    examples = list(examples if examples is not None else data.test)
+    misspelt, other = {}, {}
+    for e in examples:
+        if len(misspelt) >= 6:
+            break
+        for w in _written_words(model, data, e):
+            label = f"{e.src[w['source']]} → {w['target']}   ({' '.join(e.src)})"
+            (misspelt if e.misspelt[w["source"]] else other)[label] = (e, w)
+    frames = dict(list(misspelt.items())[:6])
+    frames |= dict(list(other.items())[:max(0, 2 - len(frames))])
+    if not frames:
+        raise ValueError("none of these sentences has a word the character decoder writes")
+
+    def draw(word: str = next(iter(frames))):
+        e, w = frames[word]
+        return nested_attention_figure(e.src, w["alpha"], w["source"], w["written"], w["beta"])
+
+    return explorer(draw, {"word": list(frames)}, mode=mode)
+
+
+EXPLORERS |= {"nested": nested_explorer}

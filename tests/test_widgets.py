@@ -14,7 +14,7 @@ import torch
 from attention import viz, widgets
 from attention.data import collate
 from attention.metrics import spearman
-from attention.models import (HANClassifier, HANConfig, LSTMNClassifier, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
+from attention.models import (HANClassifier, HANConfig, LSTMNClassifier, NestedSeq2Seq, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
                               TransformerConfig)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,3 +261,22 @@ def test_han_document_figure_checks_its_inputs():
         viz.han_document_figure([["a"], ["b", "c", "d"]], torch.zeros(2, 2), torch.tensor([0.5, 0.5]))
     with pytest.raises(ValueError, match="no human ratings to show"):
         viz.han_document_figure([["a"]], torch.ones(1, 1), torch.ones(1), view=viz.DOCUMENT_VIEWS[1])
+
+
+def test_nested_explorer_shows_the_character_attention_of_each_written_word():
+    model, data = widgets._demo_spelling()
+    e = widgets.nested_explorer(model, data, mode="static")
+    words = widgets._written_words(model, data, data.test[0])
+    # the corrected words lack from the demo's target vocabulary: the character decoder writes them
+    assert [w["target"] for w in words] == ["receive", "tomorrow"]
+    assert list(e.controls) == ["word"] and e.frames == len(e.controls["word"].options) >= 1
+    first = words[0]
+    L = len(data.test[0].src[first["source"]])
+    torch.testing.assert_close(first["beta"].sum(-1), torch.ones(len(first["written"])))  # each letter's row
+    assert torch.all(first["beta"][:, L:] == 0)  # nothing on the padding after the source word's letters
+    expected = viz.nested_attention_figure(data.test[0].src, first["alpha"], first["source"], first["written"],
+                                           first["beta"])
+    assert bytes(e.widget.children[1].children[0].value) == viz.figure_to_png(expected)
+    word_only = NestedSeq2Seq(dataclasses.replace(model.cfg, char_level=False))
+    with pytest.raises(ValueError, match="needs a model with char_level=True"):
+        widgets.nested_explorer(word_only, data, mode="live")
