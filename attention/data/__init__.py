@@ -7,6 +7,8 @@
                      (human ratings, MIT), :func:`load_vader_lexicon`: labelled sentences
 * ``documents``   -- :func:`load_pang_lee` (movie reviews, personal use), :func:`load_vader_documents`
                      (Amazon / NYT documents with a human rating per sentence, MIT)
+* ``babi``        -- :func:`babi_tasks`: bAbI-format stories the book generates (tasks 1, 2, 3, 6), the
+                     format's reader and writer, and a checker that replays every story
 * ``spelling``    -- :func:`load_codespell`: codespell's real misspellings (CC-BY-SA-3.0)
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
@@ -24,11 +26,12 @@ from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk
 from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load_vader_movie_snippets,
                         parse_rotten_tomatoes, parse_vader_lexicon, parse_vader_snippets)
 from .documents import Document, load_pang_lee, load_vader_documents
+from .babi import babi_tasks, load_babi, parse_babi
 from .spelling import load_codespell
 from .vocab import Vocab
 
 __all__ = [
-    "Batch", "DatePair", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
+    "Batch", "DatePair", "babi_tasks", "load_babi", "parse_babi", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
     "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
     "load_codespell", "load_pang_lee", "load_vader_documents",
     "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",
