@@ -132,3 +132,16 @@ def test_overfits_a_tiny_set_and_is_registered(device, tying):
         opt.step()
     after = (model(story, question).logits.argmax(-1) == answers).float().mean().item()
     assert after == 1.0 and before < 0.9, (before, after)
+
+
+def test_position_encoding_of_a_sentence_does_not_depend_on_the_padding_of_its_batch():
+    torch.manual_seed(0)
+    model = MemN2N(MemN2NConfig(V, A, embed_dim=8, hops=2, memory_size=4))
+    story = torch.tensor([[[1, 2, 3], [4, 5, 0]]])
+    question = torch.tensor([[6, 7, 0]])
+    padded_story = torch.cat([story, torch.zeros(1, 2, 2, dtype=torch.long)], -1)  # J = 5
+    padded_question = torch.cat([question, torch.zeros(1, 2, dtype=torch.long)], -1)
+    torch.testing.assert_close(model(story, question).logits, model(padded_story, padded_question).logits)
+    by_length = position_encoding(5, 8, lengths=torch.tensor([3]))[0]  # (J, D) for a 3-word sentence
+    torch.testing.assert_close(by_length[:3], position_encoding(3, 8))
+    assert torch.all(by_length[3:] == 0)

@@ -80,11 +80,20 @@ class MemN2NConfig:
             raise ValueError(f"MemN2NConfig.tying must be one of {TYINGS}; got {self.tying!r}")
 
 
-def position_encoding(J: int, D: int, device=None) -> Tensor:
-    """``l_kj = (1 - j/J) - (k/D)(1 - 2j/J)`` with j, k counted from 1: ``(J, D)`` (Sukhbaatar et al. §4.1)."""
+def position_encoding(J: int, D: int, device=None, lengths: Tensor | None = None) -> Tensor:
+    """``l_kj = (1 - j/J) - (k/D)(1 - 2j/J)`` with j, k counted from 1 (Sukhbaatar et al. §4.1).
+
+    Without ``lengths``: ``(J, D)`` for sentences of J words. With ``lengths (...)`` (each sentence's
+    own number of words, so that padding a batch does not change a sentence's encoding):
+    ``(..., J, D)``, computed with each sentence's J and zero on its padding.
+    """
     j = torch.arange(1, J + 1, device=device, dtype=torch.float32)[:, None]  # (J, 1)
     k = torch.arange(1, D + 1, device=device, dtype=torch.float32)[None, :]  # (1, D)
-    return (1 - j / J) - (k / D) * (1 - 2 * j / J)
+    if lengths is None:
+        return (1 - j / J) - (k / D) * (1 - 2 * j / J)
+    n = lengths.to(torch.float32).clamp(min=1)[..., None, None]  # (..., 1, 1)
+    encoding = (1 - j / n) - (k / D) * (1 - 2 * j / n)  # (..., J, D)
+    return encoding * (j <= n)
 
 
 @register_model("memn2n")
@@ -129,8 +138,12 @@ class MemN2N(nn.Module):
         """Sentences ``(..., J)`` -> ``(..., D)``: Σ_j l_j ⊙ E x_j with embedding ``table``."""
         x = self.embeddings[table](ids)  # (..., J, D)
         if self.cfg.encoding == "position":
-            x = x * position_encoding(ids.shape[-1], self.cfg.embed_dim, ids.device)
+            x = x * position_encoding(ids.shape[-1], self.cfg.embed_dim, ids.device, self._lengths(ids))
         return x.sum(-2)
+
+    def _lengths(self, ids: Tensor) -> Tensor:
+        """Words per sentence (the real words come first): ``(..., J) -> (...)``."""
+        return (ids != self.cfg.pad_id).sum(-1)
 
     def _memory(self, story: Tensor, table: int, n_real: Tensor) -> Tensor:
         """The memory of ``story (B, M, J)`` with embedding ``table``, plus the temporal rows."""
@@ -147,7 +160,8 @@ class MemN2N(nn.Module):
         if self.cfg.tying == "layerwise":
             x = self.question_embedding(question)
             if self.cfg.encoding == "position":
-                x = x * position_encoding(question.shape[-1], self.cfg.embed_dim, question.device)
+                x = x * position_encoding(question.shape[-1], self.cfg.embed_dim, question.device,
+                                          self._lengths(question))
             return x.sum(-2)
         return self._encode(question, 0)
 
