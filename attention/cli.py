@@ -8,6 +8,7 @@
     python -m attention intra                    # chapter 6: LSTMN, Lin et al. +/- penalty, pooling; 3 seeds
     python -m attention han                      # chapter 5: HAN vs HN-AVE vs HN-MAX, attention vs ratings; 3 seeds
     python -m attention nested                   # chapter 5: nested word/character attention for spelling; 3 seeds
+    python -m attention memory                   # chapter 7: memory networks with 1-3 hops on bAbI-format tasks
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -18,7 +19,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import comparison, hierarchical, intra, nested
+from . import comparison, hierarchical, intra, memory, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -52,8 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     han.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     ne = sub.add_parser("nested", help="chapter 5: word-level vs nested word/character attention, spelling")
     ne.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    me = sub.add_parser("memory", help="chapter 7: end-to-end memory networks, 1-3 hops, bAbI-format tasks")
+    me.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    me.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, res):
+    for p in (conv, abl, tr, ia, han, ne, me, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -120,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_status(nested.nested_status(args.results_dir), "runs")
         else:
             record = nested.run_nested(args.results_dir, progress=True)
+            _print_recorded(record, args.results_dir)
+    elif args.command == "memory":
+        if args.status:
+            _print_status(memory.memory_status(args.results_dir), "runs")
+        else:
+            record = memory.run_memory(args.results_dir, progress=True, reverse=args.reverse)
             _print_recorded(record, args.results_dir)
     elif args.command == "results":
         for name in list_results(args.results_dir):
