@@ -1,0 +1,52 @@
+"""Chapter 7's recorded run (attention/memory.py) and its task (attention/tasks/qa.py), on a seconds-long stand-in."""
+import pytest
+import torch
+
+from attention import memory, results
+from attention.data.babi import QA
+from attention.models import MemN2N, MemN2NConfig
+from attention.tasks.qa import babi_data
+
+
+def test_babi_data_batches_stories_questions_and_answers():
+    data = babi_data(2, n_train=50, n_test=20)
+    assert (len(data.train), len(data.valid), len(data.test)) == (45, 5, 20)
+    batch = data.collate(data.train[:4])
+    B, M, J = batch.story.shape
+    assert B == 4 and M == max(len(e.story) for e in data.train[:4])
+    for b, e in enumerate(data.train[:4]):
+        assert data.vocab.decode(batch.story[b, len(e.story) - 1].tolist())[:len(e.story[-1])] == list(e.story[-1])
+        assert torch.all(batch.story[b, len(e.story):] == 0)  # empty slots after the story
+        assert data.answers[batch.answers[b]] == e.answer
+    with pytest.raises(ValueError, match="not in the answer vocabulary"):
+        data.collate([QA((("mary", "went", "to", "the", "moon"),), ("where", "is", "mary"), "moon", (0,))])
+
+
+def test_memory_keeps_the_most_recent_sentences_and_moves_the_supports():
+    data = babi_data(1, n_train=20, n_test=10, memory_size=3)
+    qa = QA(tuple((f"s{i}",) for i in range(5)), ("where",), "kitchen", (1, 4))
+    kept, supports = data.memory(qa)
+    assert kept == (("s2",), ("s3",), ("s4",)) and supports == (2,)  # fact 1 fell out of memory
+
+
+def test_support_hits_count_the_top_sentence_of_each_hop():
+    data = babi_data(1, n_train=20, n_test=10)
+    model = MemN2N(MemN2NConfig(len(data.vocab), len(data.answers), embed_dim=8, hops=2))
+    report = data.evaluate(model, data.test)
+    expected = [0, 0]
+    for e, w in zip(data.test, report["hops"]):
+        for k in range(2):
+            expected[k] += int(w[k].argmax()) in e.supports
+    assert report["support_hits"] == [x / len(data.test) for x in expected]
+
+
+def test_run_memory_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
+    monkeypatch.setattr(memory, "MEMORY", memory.MEMORY | {"tasks": [1], "hops": [1, 2], "seeds": [0, 1],
+                                                           "n_train": 60, "n_test": 20, "max_epochs": 1})
+    assert len(memory.memory_status(tmp_path)["missing"]) == 4
+    record = memory.run_memory(tmp_path)
+    cell = record["metrics"]["summary"]["task1/hops2"]
+    assert 0 <= cell["accuracy"]["mean"] <= 1 and len(cell["support_hits"]) == 2
+    assert results.load_result("memory-hops", tmp_path)["command"] == "python -m attention memory"
+    assert memory.memory_status(tmp_path)["missing"] == []
+    assert memory.run_memory(tmp_path)["metrics"]["runs"] == record["metrics"]["runs"]  # nothing retrained
