@@ -646,3 +646,64 @@ def nested_attention_figure(src_tokens: Sequence[str], word_weights, source: int
     heatmap(beta, letters, list(written), ax=bottom, vmax=1.0, xlabel="character of the source word",
             ylabel="character written")
     return fig
+
+
+# Chapter 7: memory-based attention.
+__all__ += ["memory_hops_figure", "addressing_figure"]
+
+
+def memory_hops_figure(sentences: Sequence[Sequence[str]], weights, hop: int = 1, supports: Sequence[int] = (),
+                       question: Sequence[str] = (), answer: str | None = None, predicted: str | None = None):
+    """A memory network's explorer frame: the story's sentences, one row each, with the weight hop
+    ``hop`` (from 1) gives each as a bar; the supporting facts are starred; the other hops' weights
+    are drawn as thin outlines for comparison. ``weights``: ``(K, M)`` over the M sentences."""
+    from matplotlib.figure import Figure
+    w = _to_numpy(weights)
+    K, M = w.shape
+    if M < len(sentences):
+        raise ValueError(f"memory_hops_figure got {len(sentences)} sentences and weights over {M} slots")
+    if not 1 <= hop <= K:
+        raise ValueError(f"hop must be in 1..{K}, got {hop}")
+    n = len(sentences)
+    fig = Figure(figsize=(8.5, 1.3 + 0.32 * n), layout="constrained")
+    ax = fig.add_subplot()
+    for k in range(K):
+        if k != hop - 1:
+            ax.barh(range(n), w[k, :n], fill=False, edgecolor="0.7", linewidth=0.8)
+    ax.barh(range(n), w[hop - 1, :n], color="tab:orange", alpha=0.85)
+    labels = [("★ " if i in set(supports) else "") + " ".join(s) for i, s in enumerate(sentences)]
+    ax.set_yticks(range(n), labels, fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"weight of hop {hop} of {K} (grey outlines: the other hops)")
+    heading = " ".join(question) + "?"
+    if answer is not None:
+        heading += f"   answer: {answer}"
+    if predicted is not None:
+        heading += f"   model: {predicted}" + (" ✓" if predicted == answer else " ✗")
+    ax.set_title(heading + "\n★ = supporting fact", fontsize=10)
+    return fig
+
+
+def addressing_figure(steps: dict, title: str | None = None):
+    """NTM addressing's explorer frame: one bar chart per stage (content, interpolated, shifted,
+    sharpened), each a weighting ``(N,)`` over the memory slots, the previous weighting outlined
+    on the interpolation panel when ``steps`` has ``"previous"``."""
+    from matplotlib.figure import Figure
+    stages = [s for s in steps if s != "previous"]
+    fig = Figure(figsize=(2.3 * len(stages), 2.4), layout="constrained")
+    axes = fig.subplots(1, len(stages), sharey=True)
+    for ax, stage in zip(axes, stages):
+        w = np.asarray(torch.as_tensor(steps[stage], dtype=torch.float32).reshape(-1))
+        ax.bar(range(len(w)), w, color="tab:orange")
+        if stage == "interpolated" and "previous" in steps:
+            prev = np.asarray(torch.as_tensor(steps["previous"], dtype=torch.float32).reshape(-1))
+            ax.bar(range(len(prev)), prev, fill=False, edgecolor="0.4", linewidth=0.8)
+        ax.set_title(stage, fontsize=10)
+        ax.set_xticks(range(len(w)))
+        ax.set_xlabel("slot")
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("weight")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

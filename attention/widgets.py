@@ -25,13 +25,15 @@ from torch import Tensor
 from .data import Vocab, collate, make_dates
 from .data.documents import Document
 from .metrics import spearman
-from .models import (HANClassifier, HANConfig, LSTMNClassifier, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
+from .models import (HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
+from .ntm import address
 from .tasks.documents import DocumentData
+from .tasks.qa import QAData, babi_data
 from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
-                  decoding_step_figure, figure_to_png, han_document_figure, head_map_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
+                  decoding_step_figure, figure_to_png, addressing_figure, han_document_figure, head_map_figure, memory_hops_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
                   score_weights_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
@@ -526,3 +528,82 @@ def nested_explorer(model=None, data=None, examples=None, mode: str = "auto") ->
 
 
 EXPLORERS |= {"nested": nested_explorer}
+
+
+# Chapter 7, memory-based attention.
+__all__ += ["memory_explorer", "addressing_explorer", "ADDRESSING_CONTROLS"]
+
+
+@torch.no_grad()
+def _story_hops(model, data: QAData, qa) -> tuple[Tensor, str]:
+    """A memory network's hop weights ``(K, M)`` on one question, and its predicted answer."""
+    model.eval()
+    device = next(model.parameters()).device
+    batch = data.collate([qa]).to(device)
+    out = model(batch.story, batch.question)
+    return out.attention["hops"][0].cpu(), data.answers[int(out.logits[0].argmax())]
+
+
+def _demo_memory():
+    """An untrained two-hop memory network on a few generated task-2 questions: enough to drive the widget."""
+    data = babi_data(2, n_train=20, n_test=6)
+    torch.manual_seed(0)
+    return MemN2N(MemN2NConfig(len(data.vocab), len(data.answers), embed_dim=16, hops=2)), data
+
+
+def memory_explorer(model=None, data=None, questions=None, mode: str = "auto") -> Explorer:
+    """Chapter 7: pick a question about a story and a hop; see which sentences that hop reads (bars),
+    beside the other hops (outlines), with the supporting facts starred
+    (``viz.memory_hops_figure``). The static page holds questions × hops frames.
+
+    Args:
+        model, data: a trained :class:`~attention.models.MemN2N` and its
+            :class:`~attention.tasks.qa.QAData`; without them, an untrained demo on generated questions.
+        questions: the :class:`~attention.data.babi.QA` offered (default: the first three test
+            questions with at least four sentences before them).
+    """
+    if model is None:
+        model, data = _demo_memory()
+    if questions is None:
+        questions = ([q for q in data.test if len(q.story) >= 4] + list(data.test))[:3]
+    frames = {}
+    for i, qa in enumerate(questions):
+        weights, predicted = _story_hops(model, data, qa)
+        kept, supports = data.memory(qa)
+        frames[f"{i + 1}. {' '.join(qa.question)}? ({len(kept)} sentences)"] = (qa, kept, supports, weights, predicted)
+    hops = model.cfg.hops
+
+    def draw(question: str = next(iter(frames)), hop: int = 1):
+        qa, kept, supports, weights, predicted = frames[question]
+        return memory_hops_figure(kept, weights, hop, supports, qa.question, qa.answer, predicted)
+
+    return explorer(draw, {"question": list(frames), "hop": list(range(1, hops + 1))}, mode=mode)
+
+
+#: the values the NTM addressing explorer offers for each control
+ADDRESSING_CONTROLS = {"beta": [1.0, 20.0], "g": [0.0, 0.5, 1.0], "shift": [-1, 0, 1], "gamma": [1.0, 3.0]}
+
+
+def addressing_explorer(mode: str = "auto", **defaults) -> Explorer:
+    """Chapter 7: one NTM addressing step on a fixed memory of 8 slots (Graves et al. 2014, §3.3):
+    key strength ``beta``, interpolation gate ``g``, a shift of −1, 0 or +1 slot and the sharpening
+    ``gamma`` -> the weighting after each stage (``attention.ntm.address``, ``viz.addressing_figure``).
+    The key is closest to slot 2; the previous weighting sat on slot 6."""
+    g = torch.Generator().manual_seed(7)
+    memory = torch.randn(1, 8, 6, generator=g)
+    key = (memory[0, 2] + 0.6 * memory[0, 5])[None]  # (1, W)
+    previous = torch.zeros(1, 8)
+    previous[0, 6] = 1.0
+
+    def draw(beta: float = 20.0, g: float = 1.0, shift: int = 0, gamma: float = 1.0):
+        kernel = torch.zeros(3)
+        kernel[shift + 1] = 1.0
+        kernel = 0.8 * kernel + 0.1  # a slightly blurred shift, as a trained head emits
+        steps = address(memory, key, beta, g, previous, kernel, gamma)
+        return addressing_figure({"previous": previous[0]} | {k: v[0] for k, v in steps.items()},
+                                 title=f"β = {beta:g}, g = {g:g}, shift {shift:+d}, γ = {gamma:g}")
+
+    return explorer(draw, ADDRESSING_CONTROLS, defaults=defaults, mode=mode)
+
+
+EXPLORERS |= {"memory": memory_explorer, "addressing": addressing_explorer}

@@ -1,6 +1,7 @@
 """Explorers (live and static) and the viz functions they wrap."""
 import dataclasses
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -280,3 +281,28 @@ def test_nested_explorer_shows_the_character_attention_of_each_written_word():
     word_only = NestedSeq2Seq(dataclasses.replace(model.cfg, char_level=False))
     with pytest.raises(ValueError, match="needs a model with char_level=True"):
         widgets.nested_explorer(word_only, data, mode="live")
+
+
+def test_memory_explorer_frames_follow_question_and_hop():
+    model, data = widgets._demo_memory()
+    questions = [q for q in data.test if len(q.story) >= 2][:2]
+    e = widgets.memory_explorer(model, data, questions, mode="static")
+    assert list(e.controls) == ["question", "hop"] and e.frames == 2 * 2
+    weights, predicted = widgets._story_hops(model, data, questions[1])  # (K, M)
+    kept, supports = data.memory(questions[1])
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2))
+    expected = viz.memory_hops_figure(kept, weights, 2, supports, questions[1].question, questions[1].answer,
+                                      predicted)
+    assert bytes(e.widget.children[1].children[1].children[1].value) == viz.figure_to_png(expected)
+
+
+def test_addressing_explorer_draws_the_four_stages_of_ntm_addressing():
+    e = widgets.addressing_explorer(mode="static")
+    sizes = [len(v) for v in widgets.ADDRESSING_CONTROLS.values()]
+    assert list(e.controls) == list(widgets.ADDRESSING_CONTROLS) and e.frames == math.prod(sizes)
+    live = widgets.addressing_explorer(mode="live", g=0.0)
+    before = bytes(live.image.value)
+    live.controls["beta"].value = 1.0  # with g = 0 the content weights are ignored: only that panel changes
+    assert bytes(live.image.value) != before
+    with pytest.raises(ValueError, match="is not among its options"):
+        widgets.addressing_explorer(mode="live", gamma=2.0)
