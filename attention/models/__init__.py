@@ -13,6 +13,7 @@
 * ``pooling``   -- chapter 6: the BiLSTM sentence encoder, pooled by last state, mean or max (no attention)
 * ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
 * ``memn2n``    -- chapter 7: Sukhbaatar et al.'s end-to-end memory network, K hops over a story
+* ``dmn``       -- chapter 7: Kumar et al.'s dynamic memory network, attention gates over facts, several passes
 * ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
 """
 from .base import SequenceModel
@@ -20,6 +21,7 @@ from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput
                         select_rows)
 from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
+from .dmn import DMN, DMNConfig
 from .memn2n import MemN2N, MemN2NConfig
 from .nested import NestedConfig, NestedSeq2Seq
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
@@ -31,7 +33,7 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
                           Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
                           noam_schedule)
 
-__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DecoderLayer", "Encoded", "Encoder",
+__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
            "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
