@@ -14,6 +14,7 @@
 * ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
 * ``memn2n``    -- chapter 7: Sukhbaatar et al.'s end-to-end memory network, K hops over a story
 * ``dmn``       -- chapter 7: Kumar et al.'s dynamic memory network, attention gates over facts, several passes
+* ``ntm``       -- chapter 7: a Neural Turing Machine (controller, read and write heads) for the copy task
 * ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
 """
 from .base import SequenceModel
@@ -24,6 +25,7 @@ from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .dmn import DMN, DMNConfig
 from .memn2n import MemN2N, MemN2NConfig
 from .nested import NestedConfig, NestedSeq2Seq
+from .ntm import NTM, NTMConfig
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
 from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
 from .registry import MODELS, build, model_name, register_model
@@ -35,7 +37,7 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
 
 __all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
-           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
+           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NTM", "NTMConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
            "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",

@@ -6,6 +6,7 @@
   :func:`sentiment_data` (Rotten Tomatoes, VADER's movie sentences)
 * ``documents``      -- :class:`DocumentData`: documents as lists of sentences, padded at two levels;
   :func:`document_data` (Pang & Lee's movie reviews)
+* ``copy``           -- :class:`CopyData`: the NTM copy task (random bit vectors, read back after a delimiter)
 * ``qa``             -- :class:`QAData`: questions over a story (bAbI format) for memory networks;
   :func:`babi_data`
 * ``spelling``       -- :class:`SpellingData`: codespell's misspellings in English sentences, to correct
@@ -15,13 +16,14 @@ A new task (question answering, captioning) subclasses :class:`Task` in a file o
 """
 from .base import Task, fingerprint_tokens
 from .classification import SENTIMENT_CORPORA, ClassificationBatch, ClassificationData, Example, sentiment_data
+from .copy import CopyData, copy_data
 from .documents import DocumentBatch, DocumentData, document_data, documents_batch
 from .qa import QABatch, QAData, babi_data
 from .spelling import SpellingData, spelling_data
 from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                           decode_steps, ding_data, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
 
-__all__ = ["SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "DocumentBatch", "DocumentData",
-           "Example", "QABatch", "QAData", "SpellingData", "babi_data", "document_data", "documents_batch", "spelling_data", "Task", "Translated", "TranslationData",
+__all__ = ["SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
+           "Example", "QABatch", "QAData", "SpellingData", "babi_data", "copy_data", "document_data", "documents_batch", "spelling_data", "Task", "Translated", "TranslationData",
            "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "ding_data", "fingerprint_tokens",
            "forced_attention", "hsk_data", "join_pairs", "sentiment_data", "sequence_loss", "translate"]
