@@ -26,6 +26,14 @@ from .results import RESULTS_DIR, list_results, load_result
 
 __all__ = ["main"]
 
+#: resumable recorded runs with no options but --status (and --reverse): command -> (status, run)
+RESUMABLE = {
+    "intra": (intra.intra_status, intra.run_intra),
+    "han": (hierarchical.hierarchical_status, hierarchical.run_hierarchical),
+    "nested": (nested.nested_status, nested.run_nested),
+    "memory": (memory.memory_status, memory.run_memory),
+}
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attention", description=__doc__.split("\n\n")[0])
@@ -107,30 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 record = comparison.run_comparison(args.pair, args.results_dir, progress=True)
             _print_recorded(record, args.results_dir)
-    elif args.command == "intra":
+    elif args.command in RESUMABLE:
+        status, run = RESUMABLE[args.command]
         if args.status:
-            _print_status(intra.intra_status(args.results_dir), "runs")
+            _print_status(status(args.results_dir), "runs")
         else:
-            record = intra.run_intra(args.results_dir, progress=True, reverse=args.reverse)
-            _print_recorded(record, args.results_dir)
-    elif args.command == "han":
-        if args.status:
-            _print_status(hierarchical.hierarchical_status(args.results_dir), "runs")
-        else:
-            record = hierarchical.run_hierarchical(args.results_dir, progress=True, reverse=args.reverse)
-            _print_recorded(record, args.results_dir)
-    elif args.command == "nested":
-        if args.status:
-            _print_status(nested.nested_status(args.results_dir), "runs")
-        else:
-            record = nested.run_nested(args.results_dir, progress=True)
-            _print_recorded(record, args.results_dir)
-    elif args.command == "memory":
-        if args.status:
-            _print_status(memory.memory_status(args.results_dir), "runs")
-        else:
-            record = memory.run_memory(args.results_dir, progress=True, reverse=args.reverse)
-            _print_recorded(record, args.results_dir)
+            options = {"reverse": args.reverse} if hasattr(args, "reverse") else {}
+            _print_recorded(run(args.results_dir, progress=True, **options), args.results_dir)
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema

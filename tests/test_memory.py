@@ -50,3 +50,11 @@ def test_run_memory_resumes_and_records_once_every_run_is_done(tmp_path, monkeyp
     assert results.load_result("memory-hops", tmp_path)["command"] == "python -m attention memory"
     assert memory.memory_status(tmp_path)["missing"] == []
     assert memory.run_memory(tmp_path)["metrics"]["runs"] == record["metrics"]["runs"]  # nothing retrained
+
+
+@pytest.mark.parametrize("command", ["intra", "han", "nested", "memory"])
+def test_every_resumable_command_reports_its_status(command, tmp_path, capsys):
+    from attention import cli
+    assert cli.main([command, "--status", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("0 runs done, ") and "missing" in out

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to"]
+__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to", "numbers",
+           "all_close"]
 
 
 @dataclass
@@ -99,3 +100,21 @@ def verdict(key: str, answer: Any) -> Verdict:
 def check(key: str, answer: Any) -> None:
     """Check ``answer`` to exercise ``key`` and print the verdict, once (see :func:`verdict`)."""
     print(verdict(key, answer))
+
+
+def numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str | None]:
+    """``answer`` as a list of ``count`` floats, or the reason it is not one (for a checker's message)."""
+    if isinstance(answer, (int, float)):
+        return None, f"answer with {count} numbers, {what}; got a single number, {answer!r}"
+    try:
+        got = [float(a) for a in answer]
+    except (TypeError, ValueError):
+        return None, f"answer with {count} numbers, {what}; got {answer!r}"
+    if len(got) != count:
+        return None, f"answer with {count} numbers, {what}; got {len(got)}"
+    return got, None
+
+
+def all_close(got: list[float], want: list[float], tol: float = 2e-3) -> bool:
+    """Whether two lists of numbers agree entry by entry within ``tol``."""
+    return len(got) == len(want) and all(abs(g - w) <= tol for g, w in zip(got, want))

@@ -16,26 +16,9 @@ import torch
 from ..functional import masked_softmax
 from ..metrics import ranks, spearman
 from ..models.han import AttentionPool
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, right, wrong, numbers, all_close
 
 __all__ = ["U_51", "DA_51", "SCORES_52", "KEEP_52", "WEIGHTS_53", "RATINGS_53", "KEEP_54"]
-
-
-def _numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str | None]:
-    """``answer`` as a list of ``count`` floats, or the reason it is not one."""
-    if isinstance(answer, (int, float)):
-        return None, f"answer with {count} numbers, {what}; got a single number, {answer!r}"
-    try:
-        got = [float(a) for a in answer]
-    except (TypeError, ValueError):
-        return None, f"answer with {count} numbers, {what}; got {answer!r}"
-    if len(got) != count:
-        return None, f"answer with {count} numbers, {what}; got {len(got)}"
-    return got, None
-
-
-def _all_close(got: list[float], want: list[float], tol: float = 2e-3) -> bool:
-    return len(got) == len(want) and all(abs(g - w) <= tol for g, w in zip(got, want))
 
 
 # 5.1 -------------------------------------------------------------------------------------------
@@ -103,24 +86,24 @@ def _softmax(scores) -> list[float]:
 @exercise("5.2", "Sentence weights with a padded sentence", solution=_weights_52,
           wrong_answer=lambda: _softmax(SCORES_52))
 def padded_sentence_weights(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, len(SCORES_52), "one weight per sentence position, the padded one included")
+    got, problem = numbers(answer, len(SCORES_52), "one weight per sentence position, the padded one included")
     if problem:
         return wrong(problem)
     want = _weights_52()
-    if _all_close(got, want):
+    if all_close(got, want):
         return right("[" + ", ".join(f"{w:.3f}" for w in want) + "]: the softmax runs over the three real "
                      "sentences only, e^1, e^2, e^0 over their sum, and the padded sentence gets exactly 0 "
                      "whatever its score. The same document alone, with no padding, would get the same three "
                      "weights")
     real = [s for s, k in zip(SCORES_52, KEEP_52) if k]
-    if _all_close(got, _softmax(SCORES_52)):
+    if all_close(got, _softmax(SCORES_52)):
         return wrong("the padded sentence got a weight: its score 0.5 is whatever tanh(W·0 + b)ᵀ u_s happens to "
                      "be, and it must not count. Mask it (score −∞) before the softmax, so it gets 0 and the "
                      "real sentences share all the weight")
-    if _all_close(got[:3], _softmax(SCORES_52)[:3]) and abs(got[3]) <= 2e-3:
+    if all_close(got[:3], _softmax(SCORES_52)[:3]) and abs(got[3]) <= 2e-3:
         return wrong("the padded sentence has weight 0, but the other three were normalised together with it, "
                      "so they sum to less than 1. Leave it out of the softmax's denominator")
-    if _all_close(got, [s / sum(real) if k else 0.0 for s, k in zip(SCORES_52, KEEP_52)]):
+    if all_close(got, [s / sum(real) if k else 0.0 for s, k in zip(SCORES_52, KEEP_52)]):
         return wrong("that divides the scores by their sum; a softmax divides their exponentials, e^score, by "
                      "the sum of the exponentials")
     if abs(sum(got) - 1) > 2e-3:
@@ -223,12 +206,12 @@ def average_inside_attention(answer: Any) -> Verdict:
         return wrong(f"answer with two lists of {N} weights: [HN-AVE's, HAN's with u_s = 0]; got {len(rows)} items")
     mean, han = _solution_54()
     for name, row, want in (("HN-AVE's", rows[0], mean), ("HAN's with u_s = 0", rows[1], han)):
-        got, problem = _numbers(row, N, f"{name} weight for each of the {N} sentence positions")
+        got, problem = numbers(row, N, f"{name} weight for each of the {N} sentence positions")
         if problem:
             return wrong(problem)
-        if _all_close(got, want):
+        if all_close(got, want):
             continue
-        if _all_close(got, [1 / N] * N):
+        if all_close(got, [1 / N] * N):
             rule = "the mean runs" if row is rows[0] else "the masked softmax runs"
             return wrong(f"{name} weights spread over all {N} positions, the two padded ones too: {rule} "
                          f"over the real sentences only, so a document's vector does not depend on how much its "

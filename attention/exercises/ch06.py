@@ -22,23 +22,10 @@ from ..masks import causal_mask
 from ..models.lstmn import LSTMNClassifier, LSTMNConfig
 from ..models.selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalty
 from ..models.transformer import PositionalEncoding, noam_schedule
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, right, wrong, numbers
 
 __all__ = ["E_61", "HEADS_61", "POS_62", "DIMS_62", "E_62", "T_63", "QUERY_63", "E_64", "WARMUP_64",
            "N_65", "D_65", "A_66", "B_66", "T_67", "R_67"]
-
-
-def _numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str | None]:
-    """``answer`` as a list of ``count`` floats, or the reason it is not one."""
-    if isinstance(answer, (int, float)):
-        return None, f"answer with {count} numbers, {what}; got a single number, {answer!r}"
-    try:
-        got = [float(a) for a in answer]
-    except (TypeError, ValueError):
-        return None, f"answer with {count} numbers, {what}; got {answer!r}"
-    if len(got) != count:
-        return None, f"answer with {count} numbers, {what}; got {len(got)}"
-    return got, None
 
 
 def _close(x: float, y: float, rel: float = 5e-3, abs_: float = 0.0) -> bool:
@@ -64,7 +51,7 @@ def _parameters_61() -> tuple[int, ...]:
 @exercise("6.1", "The size of multi-head attention", solution=lambda: list(_parameters_61()),
           wrong_answer=lambda: [4 * E_61 * E_61] * len(HEADS_61))
 def multihead_parameters(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, len(HEADS_61), f"the parameters with h = {HEADS_61[0]} and with "
+    got, problem = numbers(answer, len(HEADS_61), f"the parameters with h = {HEADS_61[0]} and with "
                                                    f"h = {HEADS_61[1]} heads")
     if problem:
         return wrong(problem)
@@ -113,7 +100,7 @@ def _variant_62(exponent, functions=(math.sin, math.cos)) -> list[float]:
 @exercise("6.2", "A positional encoding by hand", solution=_entries_62,
           wrong_answer=lambda: _variant_62(lambda j: j / E_62))
 def positional_entries(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, 2, f"PE({POS_62}, {DIMS_62[0]}) and PE({POS_62}, {DIMS_62[1]})")
+    got, problem = numbers(answer, 2, f"PE({POS_62}, {DIMS_62[0]}) and PE({POS_62}, {DIMS_62[1]})")
     if problem:
         return wrong(problem)
     expected = _entries_62()
@@ -157,7 +144,7 @@ def _peak_64() -> tuple[int, float]:
 @exercise("6.3", "The peak of the warm-up schedule", solution=lambda: list(_peak_64()),
           wrong_answer=lambda: [WARMUP_64, WARMUP_64 ** -0.5])
 def schedule_peak(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, 2, "the step at which the learning rate is highest, and that rate")
+    got, problem = numbers(answer, 2, "the step at which the learning rate is highest, and that rate")
     if problem:
         return wrong(problem)
     step, rate = _peak_64()
@@ -224,7 +211,7 @@ def _solution_65() -> list[float]:
 @exercise("6.4", "Where self-attention becomes the dearer layer", solution=_solution_65,
           wrong_answer=lambda: [N_65 * N_65 * D_65, N_65 * D_65 * D_65, D_65])
 def cost_crossing(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, 3, "[self-attention's multiply-adds, the RNN layer's, the n where they are "
+    got, problem = numbers(answer, 3, "[self-attention's multiply-adds, the RNN layer's, the n where they are "
                                        "equal]")
     if problem:
         return wrong(problem)
@@ -282,7 +269,7 @@ def _frobenius_66(matrix, subtract_identity: bool = True, part: str = "all") -> 
 @exercise("6.5", "Lin et al.'s penalty by hand", solution=_penalties_66,
           wrong_answer=lambda: [math.sqrt(p) for p in _penalties_66()])
 def penalty_by_hand(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, 2, "[P for A, P for B]")
+    got, problem = numbers(answer, 2, "[P for A, P for B]")
     if problem:
         return wrong(problem)
     want = _penalties_66()

@@ -14,27 +14,10 @@ from ..functional import attend
 from ..models.memn2n import position_encoding
 from ..ntm import content_weights, sharpen, shift
 from ..scores import DotScore
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, right, wrong, numbers, all_close
 
 __all__ = ["J_71", "D_71", "WORD_71", "DIM_71", "KEYS_72", "VALUES_72", "QUESTION_72", "MEMORY_73", "KEY_73",
            "BETA_73", "WEIGHTS_74", "KERNEL_74", "GAMMA_74"]
-
-
-def _numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str | None]:
-    """``answer`` as a list of ``count`` floats, or the reason it is not one."""
-    if isinstance(answer, (int, float)):
-        return None, f"answer with {count} numbers, {what}; got a single number, {answer!r}"
-    try:
-        got = [float(a) for a in answer]
-    except (TypeError, ValueError):
-        return None, f"answer with {count} numbers, {what}; got {answer!r}"
-    if len(got) != count:
-        return None, f"answer with {count} numbers, {what}; got {len(got)}"
-    return got, None
-
-
-def _all_close(got: list[float], want: list[float], tol: float = 2e-3) -> bool:
-    return len(got) == len(want) and all(abs(g - w) <= tol for g, w in zip(got, want))
 
 
 def _one_number(answer: Any, what: str) -> tuple[float | None, str | None]:
@@ -124,34 +107,34 @@ def one_hop(answer: Any) -> Verdict:
         return wrong(f"answer with [p, o]: {M} weights and the {D}-dimensional output; got {answer!r}")
     if len(parts) != 2:
         return wrong(f"answer with [p, o]: {M} weights and the {D}-dimensional output; got {len(parts)} items")
-    p, problem = _numbers(parts[0], M, "the weights p_i, one per sentence")
+    p, problem = numbers(parts[0], M, "the weights p_i, one per sentence")
     if problem:
         return wrong(problem)
-    o, problem = _numbers(parts[1], D, "the output o")
+    o, problem = numbers(parts[1], D, "the output o")
     if problem:
         return wrong(problem)
     want_p, want_o = _hop_72()
-    if _all_close(p, want_p) and _all_close(o, want_o):
+    if all_close(p, want_p) and all_close(o, want_o):
         return right(f"p = {_fmt(want_p)}, o = {_fmt(want_o)}: the scores uᵀm_i are [1, 0.5, 1.5], their softmax "
                      f"is p, and o = Σ p_i c_i reads the *output* memory. The next hop asks with u + o = "
                      f"{_fmt([a + b for a, b in zip(QUESTION_72, want_o)])}")
     on_values = _hop_72(keys=VALUES_72)
-    if _all_close(p, on_values[0]):
+    if all_close(p, on_values[0]):
         return wrong("those weights match u against the output memory c_i; the question is matched against the "
                      "input memory m_i (the keys), and c_i is only what is read out")
     linear = _hop_72(softmax=False)
-    if _all_close(p, linear[0]):
+    if all_close(p, linear[0]):
         return wrong("those are the raw scores uᵀm_i (the linear start); the hop turns them into weights with a "
                      "softmax, so they are positive and sum to 1")
-    if not _all_close(p, want_p):
+    if not all_close(p, want_p):
         if abs(sum(p) - 1) > 2e-3:
             return wrong(f"your weights sum to {sum(p):.3f}; p = softmax(uᵀm_i) sums to 1")
         return wrong("the weights are not it: score each sentence with the dot product uᵀm_i, then take the softmax")
     read_keys = [sum(pi * k[d] for pi, k in zip(want_p, KEYS_72)) for d in range(D)]
-    if _all_close(o, read_keys):
+    if all_close(o, read_keys):
         return wrong("the weights are right, but o sums the input memory m_i; it sums the output memory: "
                      "o = Σ p_i c_i")
-    if _all_close(o, [a + b for a, b in zip(QUESTION_72, want_o)]):
+    if all_close(o, [a + b for a, b in zip(QUESTION_72, want_o)]):
         return wrong("that is u + o, the question of the next hop; the hop's output o is Σ p_i c_i alone")
     return wrong("the weights are right; the output is o = Σ_i p_i c_i, dimension by dimension")
 
@@ -177,19 +160,19 @@ def _softmax(scores) -> list[float]:
 
 @exercise("7.3", "NTM content addressing", solution=_content_73, wrong_answer=lambda: _content_73(1.0))
 def content_addressing(answer: Any) -> Verdict:
-    got, problem = _numbers(answer, len(MEMORY_73), "one weight per memory slot")
+    got, problem = numbers(answer, len(MEMORY_73), "one weight per memory slot")
     if problem:
         return wrong(problem)
     want = _content_73()
-    if _all_close(got, want):
+    if all_close(got, want):
         return right(f"{_fmt(want)}: the cosines of k with the slots are [1, 0, 0.707], β = {BETA_73:g} "
                      f"multiplies them and a softmax normalises. Slot 3 is far longer than k but counts only by "
                      f"its direction, which is what makes the key match a pattern, whatever its size")
     dots = [sum(a * b for a, b in zip(KEY_73, row)) for row in MEMORY_73]
-    if _all_close(got, _content_73(1.0)):
+    if all_close(got, _content_73(1.0)):
         return wrong(f"that is the softmax of the cosines with β = 1; the key strength β = {BETA_73:g} multiplies "
                      f"them first, which sharpens the weighting")
-    if _all_close(got, _softmax([BETA_73 * d for d in dots])) or _all_close(got, _softmax(dots)):
+    if all_close(got, _softmax([BETA_73 * d for d in dots])) or all_close(got, _softmax(dots)):
         return wrong("that scores with the dot product kᵀM(i), which favours the long slot 3; NTM content "
                      "addressing uses the cosine, which divides by both lengths")
     if abs(sum(got) - 1) > 2e-3:
@@ -225,29 +208,29 @@ def shift_and_sharpen(answer: Any) -> Verdict:
         return wrong(f"answer with two lists of {N} weights: [shifted, sharpened]; got {answer!r}")
     if len(rows) != 2:
         return wrong(f"answer with two lists of {N} weights: [shifted, sharpened]; got {len(rows)} items")
-    shifted, problem = _numbers(rows[0], N, "the shifted weighting w̃, one weight per slot")
+    shifted, problem = numbers(rows[0], N, "the shifted weighting w̃, one weight per slot")
     if problem:
         return wrong(problem)
-    sharpened, problem = _numbers(rows[1], N, "the sharpened weighting w, one weight per slot")
+    sharpened, problem = numbers(rows[1], N, "the sharpened weighting w, one weight per slot")
     if problem:
         return wrong(problem)
     want_shifted, want_sharpened = _shift_sharpen_74()
-    if _all_close(shifted, want_shifted) and _all_close(sharpened, want_sharpened):
+    if all_close(shifted, want_shifted) and all_close(sharpened, want_sharpened):
         return right(f"w̃ = {_fmt(want_shifted)}, w = {_fmt(want_sharpened)}: 80% of each slot's weight moves one "
                      f"slot on and 20% stays, and the 0.6 on the last slot wraps round to the first. The shift "
                      f"blurs the focus; γ = {GAMMA_74:g} squares and renormalises, so the largest weight grows "
                      f"back at the expense of the small ones")
-    if not _all_close(shifted, want_shifted):
+    if not all_close(shifted, want_shifted):
         backwards = _shift_sharpen_74(kernel=tuple(reversed(KERNEL_74)))[0]
-        if _all_close(shifted, backwards):
+        if all_close(shifted, backwards):
             return wrong("that moves the weight one slot *back*: s = (0, 0.2, 0.8) is over the offsets −1, 0, +1, "
                          "so 0.8 goes to offset +1, from slot i to slot i + 1")
         no_wrap = list(want_shifted)
         no_wrap[0] -= KERNEL_74[2] * WEIGHTS_74[-1]
-        if _all_close(shifted, no_wrap):
+        if all_close(shifted, no_wrap):
             return wrong("the shift is circular: the weight that moves past the last slot comes back at the first "
                          "(i − j mod N)")
-        if _all_close(shifted, _shift_sharpen_74(order="sharpen first")[0]):
+        if all_close(shifted, _shift_sharpen_74(order="sharpen first")[0]):
             return wrong("that sharpens before shifting; the NTM shifts first and sharpens after, to undo the "
                          "blur the shift causes")
         if abs(sum(shifted) - 1) > 2e-3:
@@ -256,7 +239,7 @@ def shift_and_sharpen(answer: Any) -> Verdict:
         return wrong("the shifted weighting is not it: w̃(i) = Σ_j w(j) s(i − j mod N), with s(+1) = 0.8, "
                      "s(0) = 0.2, s(−1) = 0")
     squared = [w ** GAMMA_74 for w in want_shifted]
-    if _all_close(sharpened, squared):
+    if all_close(sharpened, squared):
         return wrong(f"you raised the weights to γ = {GAMMA_74:g} but did not renormalise: divide by their sum, "
                      f"so the weighting sums to 1 again")
     return wrong(f"the shifted weighting is right; now raise each weight to γ = {GAMMA_74:g} and divide by the sum")
