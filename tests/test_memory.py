@@ -58,3 +58,12 @@ def test_every_resumable_command_reports_its_status(command, tmp_path, capsys):
     assert cli.main([command, "--status", "--results-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("0 runs done, ") and "missing" in out
+
+
+def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path, monkeypatch):
+    small = memory.MEMORY | {"tasks": [1], "hops": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20}
+    store = results.PartialRuns("memory-hops", small | {"max_epochs": 1}, tmp_path)
+    store.add("task1/hops1/seed0", {"stopped": "early stopping: no better validation accuracy for 3 epochs"})
+    store.add("task1/hops2/seed0", {"stopped": "max_epochs=1 reached"})
+    monkeypatch.setattr(memory, "MEMORY", small | {"max_epochs": 2})
+    assert memory.memory_status(tmp_path) == {"done": ["task1/hops1/seed0"], "missing": ["task1/hops2/seed0"]}
