@@ -8,7 +8,7 @@
     python -m attention intra                    # chapter 6: LSTMN, Lin et al. +/- penalty, pooling; 3 seeds
     python -m attention han                      # chapter 5: HAN vs HN-AVE vs HN-MAX, attention vs ratings; 3 seeds
     python -m attention nested                   # chapter 5: nested word/character attention for spelling; 3 seeds
-    python -m attention memory                   # chapter 7: memory networks with 1-3 hops on bAbI-format tasks
+    python -m attention memory                   # chapter 7: MemN2N hops, DMN passes, NTM vs LSTM copy
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     han.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     ne = sub.add_parser("nested", help="chapter 5: word-level vs nested word/character attention, spelling")
     ne.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    me = sub.add_parser("memory", help="chapter 7: end-to-end memory networks, 1-3 hops, bAbI-format tasks")
+    me = sub.add_parser("memory", help="chapter 7: memory networks with 1-3 hops (bAbI-format tasks), DMN passes, NTM copy")
     me.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     me.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
@@ -77,9 +77,12 @@ def _print_status(status: dict[str, list[str]], what: str) -> None:
         print("  missing", key)
 
 
-def _print_recorded(record: dict | None, directory) -> None:
-    print("runs still missing: run again to resume" if record is None
-          else f"recorded {record['name']} in {directory or RESULTS_DIR}")
+def _print_recorded(record: dict | list[dict] | None, directory) -> None:
+    """What a resumable command finished: one record or several (chapter 7 writes three)."""
+    if record is None:
+        print("runs still missing: run again to resume")
+    for r in [record] if isinstance(record, dict) else record or []:
+        print(f"recorded {r['name']} in {directory or RESULTS_DIR}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

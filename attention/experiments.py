@@ -65,7 +65,7 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
         seed: int = 0, device=None, progress: bool = True, max_seconds: float | None = None,
         on_epoch: Callable[[dict, nn.Module], None] | None = None, select: str = "metric",
         patience: int = 3, warmup: int = 0, betas: tuple[float, float] = (0.9, 0.999),
-        loss: LossFn | None = None, clock: str = "wall") -> History:
+        loss: LossFn | None = None, clock: str = "wall", clip: float = 1.0) -> History:
     """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss (or ``loss``,
     e.g. ``sequence_loss`` with label smoothing).
 
@@ -74,8 +74,8 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
     (``task.metric``: BLEU, accuracy), and training stops after ``patience`` epochs without a
     better one; ``select="loss"`` uses the validation loss instead. The model ends holding its
     best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`);
-    ``warmup``, ``betas`` and ``clock`` (what ``max_seconds`` counts) are those of
-    :class:`~attention.train.TrainConfig` (the Transformer's recipe warms the learning rate up).
+    ``warmup``, ``betas``, ``clock`` (what ``max_seconds`` counts) and ``clip`` (the largest gradient
+    norm) are those of :class:`~attention.train.TrainConfig` (the Transformer's recipe warms the learning rate up).
     """
     if select not in ("metric", "loss"):
         raise ValueError(f"select must be 'metric' or 'loss', got {select!r}")
@@ -89,7 +89,8 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
             yield b.to(device)
 
     cfg = TrainConfig(max_epochs=epochs, max_seconds=max_seconds, lr=lr, patience=patience, progress=progress,
-                      metric=task.metric, warmup=warmup, betas=betas, clock=clock)
+                      metric=task.metric, warmup=warmup, betas=betas, clock=clock,
+                      clip=clip)
     metric = task.validation_metric if select == "metric" else None
     return train(model, train_batches, lambda: valid, loss or task.loss, cfg, on_epoch=on_epoch,
                  valid_metric=metric)

@@ -40,16 +40,46 @@ def test_support_hits_count_the_top_sentence_of_each_hop():
     assert report["support_hits"] == [x / len(data.test) for x in expected]
 
 
+TINY = {"MEMORY": {"tasks": [1], "hops": [1, 2], "seeds": [0, 1], "n_train": 60, "n_test": 20, "max_epochs": 1},
+        "DMN_RUNS": {"passes": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20, "hidden_dim": 8, "gate_dim": 8,
+                     "embed_dim": 8, "max_epochs": 1},
+        "NTM_RUNS": {"seeds": [0], "train_lengths": [1, 3], "n_train": 16, "n_valid": 8, "n_test": 8,
+                     "test_lengths": [6], "n_by_length": 4, "memory_slots": 8, "memory_width": 4,
+                     "controller_size": 8, "lstm_hidden": 8, "max_epochs": 1}}
+
+
+def _tiny(monkeypatch):
+    for name, changes in TINY.items():
+        monkeypatch.setattr(memory, name, getattr(memory, name) | changes)
+
+
 def test_run_memory_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
-    monkeypatch.setattr(memory, "MEMORY", memory.MEMORY | {"tasks": [1], "hops": [1, 2], "seeds": [0, 1],
-                                                           "n_train": 60, "n_test": 20, "max_epochs": 1})
-    assert len(memory.memory_status(tmp_path)["missing"]) == 4
-    record = memory.run_memory(tmp_path)
-    cell = record["metrics"]["summary"]["task1/hops2"]
+    _tiny(monkeypatch)
+    assert len(memory.memory_status(tmp_path)["missing"]) == 4 + 2 * 2 + 2
+    hops, dmn, copy = memory.run_memory(tmp_path)
+    cell = hops["metrics"]["summary"]["task1/hops2"]
     assert 0 <= cell["accuracy"]["mean"] <= 1 and len(cell["support_hits"]) == 2
-    assert results.load_result("memory-hops", tmp_path)["command"] == "python -m attention memory"
+    passes = dmn["metrics"]["summary"]["supervised/passes2"]
+    assert 0 <= passes["accuracy"]["mean"] <= 1 and len(passes["support_hits"]) == 2
+    ntm = copy["metrics"]["summary"]["ntm"]
+    assert set(ntm["by_length"]) == {"test", "6"} and 0 <= ntm["by_length"]["6"]["bit_accuracy"]["mean"] <= 1
+    assert copy["metrics"]["summary"]["copy-lstm"]["parameters"] > 0
+    for name in ("memory-hops", "dmn-passes", "ntm-copy"):
+        assert results.load_result(name, tmp_path)["command"] == "python -m attention memory"
     assert memory.memory_status(tmp_path)["missing"] == []
-    assert memory.run_memory(tmp_path)["metrics"]["runs"] == record["metrics"]["runs"]  # nothing retrained
+    again = memory.run_memory(tmp_path)
+    assert [r["metrics"]["runs"] for r in again] == [r["metrics"]["runs"] for r in (hops, dmn, copy)]  # nothing retrained
+
+
+def test_a_second_process_takes_the_runs_from_the_end(tmp_path, monkeypatch):
+    _tiny(monkeypatch)
+    store = results.PartialRuns("ntm-copy", memory.NTM_RUNS, tmp_path)
+    calls = []
+    monkeypatch.setattr(memory, "_run_copy", lambda data, kind, seed, device: calls.append(kind) or {"x": 1})
+    monkeypatch.setattr(memory, "_run_dmn", lambda *a: pytest.fail("ran a DMN before the copy runs"))
+    with pytest.raises(pytest.fail.Exception):
+        memory.run_memory(tmp_path, reverse=True)
+    assert calls == ["copy-lstm", "ntm"] and "copy-lstm/seed0" in store and "ntm/seed0" in store
 
 
 @pytest.mark.parametrize("command", ["intra", "han", "nested", "memory"])
@@ -66,4 +96,6 @@ def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path, mo
     store.add("task1/hops1/seed0", {"stopped": "early stopping: no better validation accuracy for 3 epochs"})
     store.add("task1/hops2/seed0", {"stopped": "max_epochs=1 reached"})
     monkeypatch.setattr(memory, "MEMORY", small | {"max_epochs": 2})
-    assert memory.memory_status(tmp_path) == {"done": ["task1/hops1/seed0"], "missing": ["task1/hops2/seed0"]}
+    status = memory.memory_status(tmp_path)
+    assert "memory-hops: task1/hops1/seed0" in status["done"]
+    assert "memory-hops: task1/hops2/seed0" in status["missing"]

@@ -197,3 +197,22 @@ def test_registered_as_ntm_and_rebuilt_from_a_checkpoint(tmp_path):
     loaded, _ = load_checkpoint(tmp_path / "ntm.pt", expect="ntm")
     x = torch.rand(1, 4, 5)
     torch.testing.assert_close(loaded(x).logits, model(x).logits)
+
+
+# --- the LSTM baseline -------------------------------------------------------------------------
+def test_copy_lstm_matches_the_ntm_in_size_and_overfits_a_tiny_set(device):
+    from attention.models.ntm import CopyLSTM, CopyLSTMConfig
+    default = sum(p.numel() for p in CopyLSTM(CopyLSTMConfig()).parameters())
+    ntm = sum(p.numel() for p in NTM(NTMConfig()).parameters())
+    assert abs(default - ntm) < 0.05 * ntm, (default, ntm)  # "about as many parameters"
+    data = copy_data(bits=4, min_len=1, max_len=3, n_train=4, n_valid=4, n_test=4, test_lengths=(), seed=0)
+    data.valid = data.test = data.train
+    torch.manual_seed(0)
+    model = build("copy-lstm", dict(bits=4, hidden=32)).to(device)
+    assert model_name(model) == "copy-lstm" and model(torch.zeros(2, 7, 5, device=device)).shape == (2, 7, 4)
+    fit(model, data, epochs=100, batch_size=4, lr=2e-2, device=device, progress=False, patience=100, select="loss")
+    assert data.evaluate(model, data.train)["sequence_accuracy"] == 1.0
+    with pytest.raises(ValueError, match=r"\(B, T, 5\) with T >= 1; got \(2, 3, 4\)"):
+        model(torch.zeros(2, 3, 4, device=device))
+    with pytest.raises(ValueError, match="sizes must be positive integers"):
+        CopyLSTMConfig(hidden=0)

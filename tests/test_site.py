@@ -268,6 +268,31 @@ def _settle(page, log: PageLog) -> None:
     page.wait_for_timeout(300)  # late console errors of the last scripts
 
 
+
+@pytest.mark.parametrize("path", [EXPLORER_PAGE, SOLUTION_PAGE])
+def test_every_declared_font_loads(open_page, path):
+    """Every @font-face the page declares (theme, MathJax, widget manager) loads.
+
+    Browsers fetch a font only when a glyph needs it, so a wrong font URL shows
+    up in the page tests only on the pages and at the moments that happen to draw
+    such a glyph. Loading every declared face makes the check deterministic."""
+    page, log = open_page(path)
+    faces = page.evaluate(
+        """async () => {
+             const out = [];
+             for (const f of Array.from(document.fonts)) {
+               try { await f.load(); } catch (e) { /* status tells */ }
+               out.push([f.family, f.weight, f.style, f.status]);
+             }
+             return out;
+           }"""
+    )
+    page.wait_for_load_state("networkidle", timeout=60_000)
+    assert faces, f"{path}: declares no font face (stylesheets missing?)"
+    broken = [f for f in faces if f[3] != "loaded"]
+    assert not broken and not log.problems(), (broken, log.problems())
+
+
 # ---------------------------------------------------------------------------
 # Every page
 

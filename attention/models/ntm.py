@@ -38,7 +38,8 @@ from ..ntm import address
 from .pooling import check_sizes
 from .registry import register_model
 
-__all__ = ["NTMConfig", "NTM", "NTMOutput", "CONTROLLERS", "read_memory", "write_memory"]
+__all__ = ["NTMConfig", "NTM", "NTMOutput", "CONTROLLERS", "CopyLSTMConfig", "CopyLSTM", "read_memory",
+           "write_memory"]
 
 CONTROLLERS = ("lstm", "feedforward")
 
@@ -192,3 +193,38 @@ class NTM(nn.Module):
             writes.append(state["write_weights"])
         return NTMOutput(torch.stack(logits, 1), torch.stack(reads, 1), torch.stack(writes, 1),  # (B, T, O), (B, T, N) ×2
                          state["memory"])
+
+
+@dataclass
+class CopyLSTMConfig:
+    bits: int = 8  # O; the input has bits + 1 channels, as for the NTM
+    hidden: int = 118  # LSTM size; 118 gives about the parameters of the default NTMConfig (62k)
+
+    def __post_init__(self):
+        check_sizes("CopyLSTMConfig", bits=self.bits, hidden=self.hidden)
+
+
+@register_model("copy-lstm")
+class CopyLSTM(nn.Module):
+    """The NTM paper's baseline (Graves et al. 2014, §4): an LSTM with no external memory, reading
+    the same steps and emitting the same logits as :class:`NTM`, so that the copy task compares
+    attention over a memory with a fixed-size state.
+
+    ``forward(inputs (B, T, bits + 1))`` -> ``logits (B, T, bits)``.
+    """
+
+    config_class = CopyLSTMConfig
+
+    def __init__(self, cfg: CopyLSTMConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.lstm = nn.LSTM(cfg.bits + 1, cfg.hidden, batch_first=True)
+        self.output = nn.Linear(cfg.hidden, cfg.bits)
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        I = self.cfg.bits + 1
+        if inputs.dim() != 3 or inputs.shape[2] != I or inputs.shape[1] < 1:
+            raise ValueError(f"CopyLSTM expects inputs (B, T, bits + 1) = (B, T, {I}) with T >= 1; "
+                             f"got {tuple(inputs.shape)}")
+        states, _ = self.lstm(inputs)  # (B, T, hidden)
+        return self.output(states)  # (B, T, O)

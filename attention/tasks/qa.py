@@ -24,7 +24,7 @@ from ..data import Vocab
 from ..data.babi import QA, babi_tasks
 from .base import Task, fingerprint_tokens
 
-__all__ = ["QABatch", "QAData", "babi_data"]
+__all__ = ["QABatch", "QAData", "babi_data", "gate_supervision_loss"]
 
 
 @dataclass
@@ -32,9 +32,11 @@ class QABatch:
     story: Tensor  # (B, M, J) word ids
     question: Tensor  # (B, J)
     answers: Tensor  # (B,) answer indices
+    supports: Tensor | None = None  # (B, S) memory slots of the supporting facts in the file's order, -1 = none
 
     def to(self, device) -> "QABatch":
-        return QABatch(*(getattr(self, f.name).to(device) for f in fields(self)))
+        return QABatch(*(None if getattr(self, f.name) is None else getattr(self, f.name).to(device)
+                         for f in fields(self)))
 
 
 @dataclass
@@ -72,7 +74,11 @@ class QAData(Task):
         if unknown:
             raise ValueError(f"answers {unknown[:5]} are not in the answer vocabulary {self.answers}")
         answers = torch.tensor([self.answers.index(e.answer) for e in examples])
-        return QABatch(story, question, answers)
+        kept = [self.memory(e)[1] for e in examples]
+        supports = torch.full((len(examples), max(1, max(len(k) for k in kept))), -1, dtype=torch.long)
+        for b, k in enumerate(kept):
+            supports[b, :len(k)] = torch.tensor(k, dtype=torch.long)
+        return QABatch(story, question, answers, supports)
 
     def _batches(self, examples: Sequence[QA], batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
@@ -125,6 +131,37 @@ class QAData(Task):
                 "examples": fingerprint_tokens([(e.story, e.question, e.answer) for e in self.train],
                                                [(e.story, e.question, e.answer) for e in self.valid]),
                 "vocab": fingerprint_tokens(self.vocab.itos, self.answers)}
+
+
+def gate_supervision_loss(weight: float = 1.0):
+    """The loss of Kumar et al. (2016, §3) for bAbI with supporting facts: cross-entropy of the
+    answer plus ``weight`` × the cross-entropy of each pass's attention against the supporting fact
+    of that rank (pass 1 -> the first support listed, pass 2 -> the second ...):
+
+        L = CE(logits, answer) + weight · mean_b Σ_p −log g_p[b, s_p(b)]     for p < min(P, S)
+
+    For a :class:`QAData` and a model whose output has ``attention["hops"] (B, P, M)``; pass it as
+    ``fit(..., loss=gate_supervision_loss())``. A pass with no support of its rank is not supervised.
+    """
+    if not weight >= 0:
+        raise ValueError(f"weight must be >= 0; got {weight!r}")
+
+    def loss(model: nn.Module, batch: QABatch) -> tuple[Tensor, int]:
+        out = model(batch.story, batch.question)
+        total = F.cross_entropy(out.logits, batch.answers)
+        gates = out.attention.get("hops")  # (B, P, M)
+        if gates is None or batch.supports is None:
+            raise ValueError("gate supervision needs a model that returns attention['hops'] and batches "
+                             "with supports (QAData.collate)")
+        for p in range(min(gates.shape[1], batch.supports.shape[1])):
+            target = batch.supports[:, p]  # (B,)
+            has = target >= 0
+            if bool(has.any()):
+                g = gates[has, p].gather(1, target[has, None])[:, 0]  # (B',)
+                total = total + weight * -(g.clamp_min(1e-9).log()).sum() / len(target)
+        return total, len(batch.answers)
+
+    return loss
 
 
 def _inputs(batch: QABatch) -> dict:

@@ -51,14 +51,15 @@ WIDGET_MANAGER = "vendor/embed-amd.js"
 # relative path from the page to the site root, set by Sphinx on <html>).
 # embed-amd.js computes the URL of its fonts from the RequireJS URL of its modules
 # (by default <page folder>/@jupyter-widgets/...): a RequireJS config (a global
-# ``require`` object read by require.js when it loads) maps those module ids into
+# ``require`` object read by require.js when it loads) maps every module id that
+# embed-amd.js defines (base, controls, html-manager, html-manager/dist/...) into
 # vendor/; __jupyter_widgets_assets_path__ covers the bundles that read it.
 ASSETS_PATH_JS = """(function () {
   var v = new URL((document.documentElement.dataset.content_root || './') + 'vendor/',
                   document.baseURI).href;
   window.__jupyter_widgets_assets_path__ = v;
   var paths = {'@jupyter-widgets/html-manager/dist': v.replace(/\/$/, '')};
-  ['base', 'controls', 'output'].forEach(function (m) { paths['@jupyter-widgets/' + m] = v + m; });
+  ['base', 'controls', 'output', 'html-manager'].forEach(function (m) { paths['@jupyter-widgets/' + m] = v + m; });
   if (typeof window.require === 'undefined') { window.require = {paths: paths}; }
 })();"""
 
