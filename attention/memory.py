@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
 from .models import build
@@ -32,7 +33,7 @@ from .tasks.copy import copy_data
 from .tasks.qa import babi_data, gate_supervision_loss
 
 __all__ = ["MEMORY", "DMN_RUNS", "NTM_RUNS", "PAPER", "build_memn2n", "build_dmn", "build_copy_model",
-           "run_memory", "memory_status"]
+           "copy_model_path", "run_memory", "memory_status"]
 
 MEMORY = {"tasks": [1, 2, 3, 6], "hops": [1, 2, 3], "seeds": [0, 1, 2], "n_train": 10000, "n_test": 1000,
           "embed_dim": 20, "memory_size": 50, "encoding": "position", "temporal": True, "tying": "adjacent",
@@ -145,9 +146,19 @@ def _run_dmn(data, arm: str, passes: int, seed: int, device) -> dict:
     return {"accuracy": report["accuracy"], "support_hits": report["support_hits"], **row}
 
 
-def _run_copy(data, kind: str, seed: int, device) -> dict:
+def copy_model_path(kind: str, directory: str | Path | None = None) -> Path:
+    """Where the copy run of ``kind`` with seed 0 keeps its trained model (the notebook draws its heads)."""
+    return Path(directory or RESULTS_DIR) / "models" / f"ntm-copy-{kind}-seed0.pt"
+
+
+def _run_copy(data, kind: str, seed: int, device, directory=None) -> dict:
     model, row = _train(build_copy_model(kind, NTM_RUNS, seed), data, NTM_RUNS, seed, device,
                         clip=NTM_RUNS["clip"])
+    if seed == 0:
+        path = copy_model_path(kind, directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(path, model.cpu(), recipe=NTM_RUNS)
+        model.to(device)
     lengths = {"test": data.evaluate(model)} | {str(L): data.evaluate(model, length=L)
                                                   for L in NTM_RUNS["test_lengths"]}
     return {"by_length": {k: {m: v[m] for m in ("bit_accuracy", "sequence_accuracy")} for k, v in lengths.items()},
@@ -201,7 +212,7 @@ def run_memory(directory: str | Path | None = None, progress: bool = False, reve
             row = _run_dmn(get("dmn", _dmn_data), arm, int(passes[6:]), int(seed[4:]), device)
         else:
             kind, seed = key.split("/")
-            row = _run_copy(get("copy", _copy_data), kind, int(seed[4:]), device)
+            row = _run_copy(get("copy", _copy_data), kind, int(seed[4:]), device, directory)
         stores[record].add(key, row)
         if progress:
             print(record, key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)

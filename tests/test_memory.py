@@ -64,6 +64,9 @@ def test_run_memory_resumes_and_records_once_every_run_is_done(tmp_path, monkeyp
     ntm = copy["metrics"]["summary"]["ntm"]
     assert set(ntm["by_length"]) == {"test", "6"} and 0 <= ntm["by_length"]["6"]["bit_accuracy"]["mean"] <= 1
     assert copy["metrics"]["summary"]["copy-lstm"]["parameters"] > 0
+    from attention.checkpoints import load_checkpoint
+    ntm_seed0, _ = load_checkpoint(memory.copy_model_path("ntm", tmp_path), expect="ntm")
+    assert ntm_seed0.cfg.memory_slots == memory.NTM_RUNS["memory_slots"]
     for name in ("memory-hops", "dmn-passes", "ntm-copy"):
         assert results.load_result(name, tmp_path)["command"] == "python -m attention memory"
     assert memory.memory_status(tmp_path)["missing"] == []
@@ -75,7 +78,7 @@ def test_a_second_process_takes_the_runs_from_the_end(tmp_path, monkeypatch):
     _tiny(monkeypatch)
     store = results.PartialRuns("ntm-copy", memory.NTM_RUNS, tmp_path)
     calls = []
-    monkeypatch.setattr(memory, "_run_copy", lambda data, kind, seed, device: calls.append(kind) or {"x": 1})
+    monkeypatch.setattr(memory, "_run_copy", lambda data, kind, seed, device, directory: calls.append(kind) or {"x": 1})
     monkeypatch.setattr(memory, "_run_dmn", lambda *a: pytest.fail("ran a DMN before the copy runs"))
     with pytest.raises(pytest.fail.Exception):
         memory.run_memory(tmp_path, reverse=True)
@@ -99,3 +102,49 @@ def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path, mo
     status = memory.memory_status(tmp_path)
     assert "memory-hops: task1/hops1/seed0" in status["done"]
     assert "memory-hops: task1/hops2/seed0" in status["missing"]
+
+
+def test_batches_carry_the_supporting_slots_in_the_files_order():
+    data = babi_data(3, n_train=30, n_test=10)
+    batch = data.collate(data.train[:5])
+    assert batch.supports.shape[0] == 5
+    for b, e in enumerate(data.train[:5]):
+        kept = list(data.memory(e)[1])
+        assert batch.supports[b, :len(kept)].tolist() == kept and bool((batch.supports[b, len(kept):] == -1).all())
+
+
+def test_gate_supervision_adds_the_cross_entropy_of_each_pass_on_its_support():
+    from attention.models.interface import ClassifierOutput
+    from attention.tasks.qa import QABatch, gate_supervision_loss
+
+    gates = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]],
+                          [[0.2, 0.2, 0.6], [0.3, 0.3, 0.4]]])  # (B=2, P=2, M=3)
+    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
+
+    class Fixed(torch.nn.Module):
+        def forward(self, story, question):
+            return ClassifierOutput(logits, {"hops": gates})
+
+    batch = QABatch(torch.ones(2, 3, 1, dtype=torch.long), torch.ones(2, 1, dtype=torch.long),
+                    torch.tensor([0, 1]), torch.tensor([[0, 1, 2], [2, -1, -1]]))
+    answer = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1]))
+    # pass 1: slots 0 and 2 -> -log .5 - log .6; pass 2: slot 1 of the first story only -> -log .8
+    by_hand = answer + 0.5 * (-(torch.tensor(0.5).log() + torch.tensor(0.6).log() + torch.tensor(0.8).log())) / 2
+    loss, n = gate_supervision_loss(0.5)(Fixed(), batch)
+    assert n == 2
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(gate_supervision_loss(0.0)(Fixed(), batch)[0], answer)
+    with pytest.raises(ValueError, match="weight must be >= 0"):
+        gate_supervision_loss(-1.0)
+
+
+def test_a_supervised_dmn_learns_to_point_at_the_supports(device):
+    from attention.experiments import fit
+    from attention.tasks.qa import gate_supervision_loss
+    data = babi_data(1, n_train=200, n_test=50)
+    model = memory.build_dmn(data, 1, memory.DMN_RUNS | {"embed_dim": 16, "hidden_dim": 24, "gate_dim": 24}).to(device)
+    before = data.evaluate(model, data.train)["support_hits"][0]
+    fit(model, data, epochs=15, batch_size=20, lr=1e-2, device=device, progress=False, patience=15,
+        loss=gate_supervision_loss(1.0))
+    after = data.evaluate(model, data.train)["support_hits"][0]
+    assert after > 0.9 and after > before + 0.3, (before, after)
