@@ -707,3 +707,32 @@ def addressing_figure(steps: dict, title: str | None = None):
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | None = None,
+                     title: str | None = None):
+    """What an NTM does on one copy sequence (Graves et al. 2014, Fig. 6): four panels over time,
+    the input bits, the output bits (after the sigmoid), and the write and read weightings over the
+    first ``slots`` memory slots. ``inputs (T, bits + 1)``, ``outputs (T, bits)``, weightings ``(T, N)``."""
+    from matplotlib.figure import Figure
+    arrays = [np.asarray(torch.as_tensor(a, dtype=torch.float32).detach().cpu()) for a in
+              (inputs, outputs, write_weights, read_weights)]
+    T = arrays[0].shape[0]
+    if any(a.ndim != 2 or a.shape[0] != T for a in arrays):
+        raise ValueError("expected inputs (T, I), outputs (T, O), write and read weightings (T, N) with one T; got "
+                         + ", ".join(str(a.shape) for a in arrays))
+    n = min(slots or arrays[2].shape[1], arrays[2].shape[1])
+    fig = Figure(figsize=(9, 5.2), layout="constrained")
+    axes = fig.subplots(2, 2, sharex=True, height_ratios=[1, 2.2])
+    panels = [("inputs", arrays[0].T), ("outputs", arrays[1].T), ("write weighting", arrays[2][:, :n].T),
+              ("read weighting", arrays[3][:, :n].T)]
+    for ax, (name, a) in zip(axes.flat, panels):
+        ax.imshow(a, aspect="auto", cmap="Greys" if "put" in name else "Oranges", vmin=0, vmax=1,
+                  interpolation="nearest")
+        ax.set_title(name, fontsize=10)
+        ax.set_ylabel("slot" if "weighting" in name else "bit")
+    for ax in axes[1]:
+        ax.set_xlabel("time step")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

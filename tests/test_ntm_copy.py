@@ -216,3 +216,16 @@ def test_copy_lstm_matches_the_ntm_in_size_and_overfits_a_tiny_set(device):
         model(torch.zeros(2, 3, 4, device=device))
     with pytest.raises(ValueError, match="sizes must be positive integers"):
         CopyLSTMConfig(hidden=0)
+
+
+def test_the_heads_figure_draws_four_panels_and_refuses_mismatched_times():
+    from attention.viz import ntm_heads_figure
+    model = NTM(NTMConfig(**SMALL))
+    batch = copy_batch(random_sequences(1, 4, 5, 5, seed=1))
+    out = model(batch.inputs)
+    fig = ntm_heads_figure(batch.inputs[0], torch.sigmoid(out.logits[0]), out.write_weights[0], out.read_weights[0],
+                           slots=8, title="length 5")
+    assert len(fig.axes) == 4
+    assert fig.axes[2].images[0].get_array().shape == (8, 11)  # 8 slots shown, T = 2·5 + 1 steps
+    with pytest.raises(ValueError, match="one T"):
+        ntm_heads_figure(batch.inputs[0], out.logits[0, :3], out.write_weights[0], out.read_weights[0])

@@ -10,6 +10,8 @@
 * ``babi``        -- :func:`babi_tasks`: bAbI-format stories the book generates (tasks 1, 2, 3, 6), the
                      format's reader and writer, and a checker that replays every story
 * ``spelling``    -- :func:`load_codespell`: codespell's real misspellings (CC-BY-SA-3.0)
+* ``digits``      -- :func:`load_digits`: the UCI handwritten digits (scikit-learn's wheel,
+                     BSD-3-Clause), canvases holding a row of them, and a checker
 * ``vocab``       -- :class:`Vocab` with ``<pad>`` = 0, ``<unk>``, ``<bos>``, ``<eos>``
 * ``batching``    -- :func:`split`, :class:`Batch`, :func:`batches` (length bucketing)
 * ``dates``       -- :func:`make_dates`: dates in zh/fr/de/en -> ISO with gold links; :func:`aer`
@@ -28,10 +30,11 @@ from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load
 from .documents import Document, load_pang_lee, load_vader_documents
 from .babi import babi_tasks, load_babi, parse_babi
 from .spelling import load_codespell
+from .digits import DigitImage, compose_split, load_digits
 from .vocab import Vocab
 
 __all__ = [
-    "Batch", "DatePair", "babi_tasks", "load_babi", "parse_babi", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
+    "Batch", "DatePair", "DigitImage", "compose_split", "load_digits", "babi_tasks", "load_babi", "parse_babi", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
     "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
     "load_codespell", "load_pang_lee", "load_vader_documents",
     "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",

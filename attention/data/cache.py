@@ -108,6 +108,14 @@ SOURCES: dict[str, Source] = {
     "codespell": Source("pypi-wheel", "codespell", "2.4.3",
                         "af2505b335e8573dbd2d384d1c4ef498f4006f4ba2d6fceca01e55b91f52628a",
                         "codespell_lib/data/dictionary.txt"),
+    # UCI handwritten digits (1,797 images, 8 x 8) inside scikit-learn's wheel, BSD-3-Clause. The
+    # wheel is platform-specific: another build (another Python, Colab) is accepted when its
+    # digits.csv.gz is byte-identical, so the member's hash is pinned too.
+    "digits": Source("pypi-wheel", "scikit-learn", "1.9.1",
+                     "52a0703bbc07ad27f560fa63fa68e4c54dd735bfbbf65b4dd3c225dc7547b6df",
+                     "sklearn/datasets/data/digits.csv.gz",
+                     filename="scikit_learn-1.9.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+                     member_sha256="09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"),
 }
 
 

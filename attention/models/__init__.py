@@ -16,10 +16,12 @@
 * ``dmn``       -- chapter 7: Kumar et al.'s dynamic memory network, attention gates over facts, several passes
 * ``ntm``       -- chapter 7: a Neural Turing Machine (controller, read and write heads) for the copy task
 * ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
+* ``captioner`` -- chapter 8: Xu et al.'s Show, Attend and Tell (soft, hard/REINFORCE and Gumbel attention)
 """
 from .base import SequenceModel
 from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
                         select_rows)
+from .captioner import CaptionerConfig, CaptionerOutput, ShowAttendTell
 from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .dmn import DMN, DMNConfig
@@ -35,7 +37,7 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
                           Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
                           noam_schedule)
 
-__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
+__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "CaptionerConfig", "CaptionerOutput", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
            "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NTM", "NTMConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",

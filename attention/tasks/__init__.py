@@ -10,6 +10,8 @@
 * ``qa``             -- :class:`QAData`: questions over a story (bAbI format) for memory networks;
   :func:`babi_data`
 * ``spelling``       -- :class:`SpellingData`: codespell's misspellings in English sentences, to correct
+* ``captions``       -- :class:`CaptionData`: rows of real handwritten digits to caption;
+  :func:`digit_captions`
 
 A new task (question answering, captioning) subclasses :class:`Task` in a file of its own here;
 ``CONTRIBUTING.md`` ("Adding a task") says what each method must do.
@@ -20,10 +22,11 @@ from .copy import CopyData, copy_data
 from .documents import DocumentBatch, DocumentData, document_data, documents_batch
 from .qa import QABatch, QAData, babi_data
 from .spelling import SpellingData, spelling_data
+from .captions import CaptionBatch, CaptionData, digit_captions
 from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                           decode_steps, ding_data, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
 
-__all__ = ["SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
+__all__ = ["CaptionBatch", "CaptionData", "digit_captions", "SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
            "Example", "QABatch", "QAData", "SpellingData", "babi_data", "copy_data", "document_data", "documents_batch", "spelling_data", "Task", "Translated", "TranslationData",
            "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "ding_data", "fingerprint_tokens",
            "forced_attention", "hsk_data", "join_pairs", "sentiment_data", "sequence_loss", "translate"]

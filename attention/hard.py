@@ -1,0 +1,211 @@
+"""Hard (stochastic) attention and its estimators: chapter 8, Xu et al. (2015), "Show, Attend and
+Tell", §4.1, and a straight-through Gumbel-softmax beside it.
+
+Shape legend: B batch (or samples), G attention locations (the annotation grid, gh * gw).
+
+Soft attention reads the expectation ``z = Σ_i α_i a_i``; hard attention draws one location
+``s ~ Cat(α)`` and reads ``a_s``. Sampling has no gradient, so Xu et al. maximise a variational
+lower bound ``L_s = Σ_s p(s | a) log p(y | s, a)`` whose gradient (eq. 10-12) is estimated with N
+Monte-Carlo samples ``s̃ⁿ ~ Cat(α)`` (the score-function, or REINFORCE, estimator, Williams 1992):
+
+    ∂L_s/∂W ≈ 1/N Σ_n [ ∂log p(y | s̃ⁿ, a)/∂W
+                        + λ_r (log p(y | s̃ⁿ, a) − b) ∂log p(s̃ⁿ | a)/∂W
+                        + λ_e ∂H[s̃ⁿ]/∂W ]                                      (eq. 12)
+
+with a moving-average baseline ``b`` (§4.1: ``b_k = 0.9 b_{k−1} + 0.1 log p(y | s̃_k, a)``), which
+lowers the variance without changing the mean, and an entropy bonus ``λ_e H[s]``.
+
+The pieces, each small and usable alone:
+
+* :func:`sample_location` -- one location per row, ``s ~ Cat(α)``, as an index and a one-hot.
+* :func:`reinforce_surrogate` -- a scalar-per-row whose gradient *is* eq. 12's estimator.
+* :class:`MovingAverageBaseline` -- ``b ← 0.9 b + 0.1 mean log p(y | s, a)``.
+* :func:`attention_entropy` -- ``H[α] = −Σ_i α_i log α_i`` for the entropy bonus.
+* :func:`gumbel_softmax_st` -- *beyond the survey*: the straight-through Gumbel-softmax (Jang et
+  al. 2017; Maddison et al. 2017), a one-hot forward with a softmax's gradient backward.
+* :func:`gradient_variance` -- how noisy a model's loss gradient is over repeated draws (the chapter's
+  "with and without the baseline" measurement).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["sample_location", "reinforce_surrogate", "MovingAverageBaseline", "attention_entropy",
+           "gumbel_softmax_st", "gradient_variance"]
+
+
+def _check_rows(name: str, x: Tensor) -> None:
+    if x.dim() != 2 or x.shape[1] == 0:
+        raise ValueError(f"{name} must be (B, G) with G >= 1; got {tuple(x.shape)}")
+
+
+def sample_location(weights: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """Draw one location per row, ``s ~ Cat(α)`` (Xu et al. 2015, eq. 8-9; chapter 8).
+
+    Args:
+        weights: ``α (B, G)``, non-negative rows summing to 1.
+        generator: an optional ``torch.Generator`` (on the weights' device) for reproducible draws.
+
+    Returns:
+        ``index (B,)`` long and ``one_hot (B, G)`` in the weights' dtype (exactly one 1 per row, at a
+        location whose weight is > 0). No gradient flows through the draw.
+    """
+    _check_rows("weights", weights)
+    index = torch.multinomial(weights.detach().float(), 1, generator=generator)[:, 0]  # (B,)
+    one_hot = F.one_hot(index, weights.shape[1]).to(weights.dtype)  # (B, G)
+    return index, one_hot
+
+
+def reinforce_surrogate(log_likelihood: Tensor, log_prob_choices: Tensor, baseline: float | Tensor = 0.0,
+                        reward_weight: float = 1.0) -> Tensor:
+    """The surrogate objective whose gradient is the score-function estimator of Xu et al. eq. 12.
+
+    ``surrogate = log p(y|s,a) + λ_r · [log p(y|s,a) − b]_detached · (log p(s|a) − [log p(s|a)]_detached)``, so
+
+        ∂surrogate/∂W = ∂log p(y|s,a)/∂W + λ_r (log p(y|s,a) − b) ∂log p(s|a)/∂W .
+
+    The reward ``log p(y|s,a) − b`` is a constant (detached): only the log-probability of the
+    choices carries the REINFORCE gradient. The second term is 0 in value (``x − sg(x)``), so the
+    surrogate's *value* is just ``log p(y|s,a)`` and a loss curve reads as a log-likelihood. Maximise
+    it (minimise its negative); its gradient's mean over the samples is an unbiased estimate of
+    ∂L_s/∂W for any baseline ``b`` that does not depend on s.
+
+    Args:
+        log_likelihood: ``log p(y | s, a)`` ``(B,)`` (may carry gradient, or be a fixed reward).
+        log_prob_choices: ``log p(s | a)`` ``(B,)``, e.g. ``Σ_t log α_{t, s_t}``.
+        baseline: ``b``, a float or a tensor broadcastable to ``(B,)`` (no gradient is taken).
+        reward_weight: ``λ_r``.
+
+    Returns:
+        ``(B,)``, the per-sample surrogate.
+    """
+    if log_likelihood.shape != log_prob_choices.shape or log_likelihood.dim() != 1:
+        raise ValueError(f"log_likelihood and log_prob_choices must both be (B,); got "
+                         f"{tuple(log_likelihood.shape)} and {tuple(log_prob_choices.shape)}")
+    baseline = torch.as_tensor(baseline, dtype=log_likelihood.dtype, device=log_likelihood.device)
+    reward = (log_likelihood - baseline).detach()  # (B,)  the learning signal, a constant
+    score = log_prob_choices - log_prob_choices.detach()  # (B,)  value 0, gradient ∂log p(s|a)/∂W
+    return log_likelihood + reward_weight * reward * score
+
+
+class MovingAverageBaseline(nn.Module):
+    """``b ← m b + (1 − m) mean log p(y | s, a)``, m = 0.9 (Xu et al. 2015, §4.1; chapter 8).
+
+    Kept in buffers, so it moves with the model (``.to(device)``) and is saved in its checkpoint.
+    The first update sets ``b`` to the first mean instead of averaging it with 0, so that early
+    rewards are not all "better than expected".
+    """
+
+    def __init__(self, momentum: float = 0.9):
+        super().__init__()
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1); got {momentum}")
+        self.momentum = momentum
+        self.register_buffer("value", torch.zeros(()))
+        self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
+
+    @torch.no_grad()
+    def update(self, reward: Tensor) -> Tensor:
+        """Fold in ``reward`` (any shape, its mean is used); returns the new ``b``."""
+        mean = reward.detach().float().mean()
+        mixed = self.momentum * self.value + (1 - self.momentum) * mean
+        self.value.copy_(torch.where(self.initialized, mixed, mean))
+        self.initialized.fill_(True)
+        return self.value
+
+    def forward(self) -> Tensor:
+        return self.value
+
+
+def attention_entropy(weights: Tensor) -> Tensor:
+    """``H[α] = −Σ_i α_i log α_i`` over the last dim, with ``0 log 0 = 0`` (finite gradients).
+
+    ``(..., G) -> (...)``. The entropy bonus ``λ_e H[s]`` of Xu et al. eq. 12 (chapter 8).
+    """
+    return -torch.xlogy(weights, weights.clamp_min(torch.finfo(weights.dtype).tiny)).sum(-1)
+
+
+def gumbel_softmax_st(logits: Tensor, tau: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
+    """Straight-through Gumbel-softmax: a one-hot sample forward, the relaxed sample's gradient backward.
+
+    *Beyond the survey* (Jang et al. 2017, "Categorical Reparameterization with Gumbel-Softmax";
+    Maddison et al. 2017, "The Concrete Distribution"); chapter 8 sets it beside REINFORCE:
+
+        g_i ~ Gumbel(0, 1),   y_soft = softmax((logits + g) / τ),
+        y = one_hot(argmax y_soft) − sg(y_soft) + y_soft           (sg = stop-gradient)
+
+    The forward value is exactly one-hot (a draw from ``Cat(softmax(logits))``); the gradient is that
+    of ``y_soft``: biased, but low-variance.
+
+    Args:
+        logits: ``(B, G)`` unnormalised log-probabilities (e.g. the attention scores e_ti).
+        tau: temperature τ > 0.
+        generator: with a generator the noise is drawn from it (deterministic under a fixed seed);
+            without one, ``torch.nn.functional.gumbel_softmax`` is used.
+
+    Returns:
+        ``(B, G)`` one-hot rows carrying straight-through gradients.
+    """
+    _check_rows("logits", logits)
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0; got {tau}")
+    if generator is None:
+        return F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
+    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)  # (B, G)
+    tiny = torch.finfo(logits.dtype).tiny
+    exponential = -torch.log(u.clamp_min(tiny))  # (B, G)  Exp(1)
+    gumbel = -torch.log(exponential.clamp_min(tiny))  # (B, G)  Gumbel(0, 1)
+    y_soft = torch.softmax((logits + gumbel) / tau, dim=-1)  # (B, G)
+    y_hard = F.one_hot(y_soft.argmax(-1), logits.shape[1]).to(logits.dtype)  # (B, G)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def gradient_variance(model: nn.Module, images: Tensor, captions: Tensor, n_samples: int,
+                      params: list[nn.Parameter] | None = None, baseline: bool = True) -> dict:
+    """The spread of a model's loss gradient over ``n_samples`` backward passes at the same parameters.
+
+    For hard attention each pass draws new locations, so the gradient is random; soft attention is
+    deterministic (variance 0, unless dropout is on). The model is put in training mode (hard
+    attention samples only then) and restored afterwards; its buffers (the moving-average baseline)
+    are restored after every pass, so every sample sees the same parameters and the same ``b``.
+
+    Args:
+        model: anything with ``loss(images, captions, baseline=...) -> (loss, n)`` (the captioner).
+        params: the parameters to measure (default: all that require grad).
+        baseline: True: use the model's moving-average baseline (estimated, if it has never been
+            updated, as the mean log-likelihood of one extra sampled pass); False: ``b = 0``.
+
+    Returns:
+        ``{"mean_variance": mean over parameter elements of Var_n[g],
+        "mean_sq_grad": mean over parameter elements of (E_n[g])², "n_elements", "n_samples"}``.
+    """
+    if n_samples < 2:
+        raise ValueError(f"n_samples must be >= 2 to estimate a variance; got {n_samples}")
+    params = [p for p in (params if params is not None else model.parameters()) if p.requires_grad]
+    was_training = model.training
+    model.train()
+    saved = {name: b.detach().clone() for name, b in model.named_buffers()}
+    b = 0.0
+    if baseline:
+        b = None  # the model's own moving average
+        tracker = getattr(model, "baseline", None)
+        if isinstance(tracker, MovingAverageBaseline) and not bool(tracker.initialized):
+            with torch.no_grad():
+                b = float(model.log_likelihood(images, captions).mean())  # (B,) -> scalar
+    grads = []
+    try:
+        for _ in range(n_samples):
+            loss, _ = model.loss(images, captions, baseline=b)
+            g = torch.autograd.grad(loss, params, allow_unused=True)
+            flat = [(gi if gi is not None else torch.zeros_like(p)).reshape(-1) for gi, p in zip(g, params)]
+            grads.append(torch.cat(flat))  # (P,)
+            for name, buf in model.named_buffers():
+                buf.copy_(saved[name])
+    finally:
+        model.train(was_training)
+    stacked = torch.stack(grads)  # (n_samples, P)
+    return {"mean_variance": float(stacked.var(0, unbiased=True).mean()),
+            "mean_sq_grad": float(stacked.mean(0).pow(2).mean()),
+            "n_elements": stacked.shape[1], "n_samples": n_samples}
