@@ -9,6 +9,7 @@
     python -m attention han                      # chapter 5: HAN vs HN-AVE vs HN-MAX, attention vs ratings; 3 seeds
     python -m attention nested                   # chapter 5: nested word/character attention for spelling; 3 seeds
     python -m attention memory                   # chapter 7: MemN2N hops, DMN passes, NTM vs LSTM copy
+    python -m attention captions                 # chapter 8: soft vs hard vs Gumbel attention; 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -19,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import comparison, hierarchical, intra, memory, nested
+from . import captioning, comparison, hierarchical, intra, memory, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -32,6 +33,7 @@ RESUMABLE = {
     "han": (hierarchical.hierarchical_status, hierarchical.run_hierarchical),
     "nested": (nested.nested_status, nested.run_nested),
     "memory": (memory.memory_status, memory.run_memory),
+    "captions": (captioning.captions_status, captioning.run_captions),
 }
 
 
@@ -64,8 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     me = sub.add_parser("memory", help="chapter 7: memory networks with 1-3 hops (bAbI-format tasks), DMN passes, NTM copy")
     me.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     me.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    ca = sub.add_parser("captions", help="chapter 8: soft vs hard vs Gumbel attention captioning digit rows")
+    ca.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    ca.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, me, res):
+    for p in (conv, abl, tr, ia, han, ne, me, ca, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 

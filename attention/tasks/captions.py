@@ -159,8 +159,8 @@ class CaptionData(Task):
                     hits += alignment_hit(attention[b, k], e.boxes[k], (gh, gw), self.height, self.width)
                     steps_aligned += 1
                 ended = self.vocab.eos_id in tokens[b].tolist()
-                hyp_text.append(" ".join(words + ["."] * ended))
-                ref_text.append(" ".join(ref + ["."]))
+                hyp_text.append(" ".join(words) + "." * ended)  # detokenized: sacreBLEU splits off the "."
+                ref_text.append(" ".join(ref) + ".")
         n = len(examples)
         return {"exact_match": exact / max(n, 1), "bleu": corpus_bleu(hyp_text, ref_text).score if n else 0.0,
                 "digit_accuracy": right / max(positions, 1), "alignment": hits / max(steps_aligned, 1),
