@@ -37,8 +37,9 @@ __all__ = ["CAPTIONS", "PAPER", "build_captioner", "chance_alignment", "gradient
            "captions_status"]
 
 CAPTIONS = {"arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2], "n_train": 6000, "n_valid": 1000,
-            "n_test": 1000, "height": 16, "width": 40, "n_digits": 3, "doubly_stochastic": 0.01,
-            "entropy_weight": 0.01, "reward_weight": 1.0, "tau": 1.0, "max_epochs": 40, "patience": 5,
+            "n_test": 1000, "height": 16, "width": 40, "n_digits": 3, "pools": 3, "doubly_stochastic": 0.01,
+            "entropy_weight": 0.01, "reward_weight": 1.0, "expectation_prob": 0.5, "tau": 1.0, "max_epochs": 40,
+            "patience": 5,
             "batch_size": 32, "lr": 3e-3, "spread_samples": 64, "spread_batch": 32}
 
 #: Xu et al. (2015), Table 1: BLEU-4 on Flickr8k (photographs with five English captions each).
@@ -54,7 +55,8 @@ def build_captioner(data: CaptionData, attention: str, recipe: dict | None = Non
     return build("show-attend-tell", dict(
         vocab=len(v), attention=attention, pad_id=v.pad_id, bos_id=v.bos_id, eos_id=v.eos_id,
         image_height=recipe["height"], image_width=recipe["width"], doubly_stochastic=recipe["doubly_stochastic"],
-        entropy_weight=recipe["entropy_weight"], reward_weight=recipe["reward_weight"], tau=recipe["tau"]))
+        entropy_weight=recipe["entropy_weight"], reward_weight=recipe["reward_weight"], tau=recipe["tau"],
+        pools=recipe["pools"], expectation_prob=recipe["expectation_prob"]))
 
 
 def chance_alignment(data: CaptionData, grid: tuple[int, int], examples=None) -> float:

@@ -736,3 +736,39 @@ def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | 
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def glimpse_figure(image, weights, words: Sequence[str], step: int = 1, sample: int | None = None,
+                   title: str | None = None):
+    """A captioner's explorer frame (chapter 8): the canvas ``image (H, W)`` with the attention
+    ``weights (gh, gw)`` of step ``step`` (from 1) laid over it in orange, and the caption
+    ``words`` below with the word written at that step in brackets. With ``sample`` (a grid cell
+    index, g = r·gw + c) the cell a hard-attention draw picked is outlined: what hard attention
+    would read, the only thing it reads."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+    img, w = _to_numpy(image), _to_numpy(weights)
+    if img.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"expected image (H, W) and weights (gh, gw); got {img.shape} and {w.shape}")
+    H, W = img.shape
+    gh, gw = w.shape
+    if not 1 <= step <= max(len(words), 1):
+        raise ValueError(f"step must be in 1..{len(words)}, got {step}")
+    fig = Figure(figsize=(6.4, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(img, cmap="Greys", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+    peak = w.max() if w.max() > 0 else 1.0
+    overlay = np.zeros((gh, gw, 4))
+    overlay[..., :3] = (1.0, 0.5, 0.05)  # orange, as opaque as the weight is large
+    overlay[..., 3] = 0.75 * w / peak
+    ax.imshow(overlay, extent=(0, W, H, 0), interpolation="nearest")
+    if sample is not None:
+        r, c = divmod(int(sample), gw)
+        ax.add_patch(Rectangle((c * W / gw, r * H / gh), W / gw, H / gh, fill=False, edgecolor="tab:blue",
+                               linewidth=2.5))
+    ax.set_xticks([])
+    ax.set_yticks([])
+    caption = " ".join(f"[{x}]" if i == step - 1 else x for i, x in enumerate(words))
+    ax.set_xlabel(caption, fontsize=12)
+    ax.set_title(title or f"step {step}: attention over the {gh}×{gw} grid", fontsize=10)
+    return fig

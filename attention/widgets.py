@@ -34,10 +34,10 @@ from .tasks.qa import QAData, babi_data
 from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
                   decoding_step_figure, figure_to_png, addressing_figure, han_document_figure, head_map_figure, memory_hops_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
-                  score_weights_figure)
+                  score_weights_figure, glimpse_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
-           "EXPLORERS"]
+           "EXPLORERS", "glimpse_explorer"]
 
 
 class Explorer:
@@ -607,3 +607,65 @@ def addressing_explorer(mode: str = "auto", **defaults) -> Explorer:
 
 
 EXPLORERS |= {"memory": memory_explorer, "addressing": addressing_explorer}
+
+
+# --- chapter 8: soft and hard attention over an image ---------------------------------------------
+
+#: what the glimpse explorer shows at a step: the soft weights, or cells that hard draws pick from them
+GLIMPSE_VIEWS = ["weights", "hard draw 1", "hard draw 2"]
+
+
+def _demo_captions():
+    """Untrained soft and hard captioners on a few composed digit rows: enough to drive the widget."""
+    from .captioning import build_captioner
+    from .tasks.captions import digit_captions
+    data = digit_captions(n_train=8, n_valid=4, n_test=4)
+    return {kind: build_captioner(data, kind, seed=0) for kind in ("soft", "hard")}, data
+
+
+def glimpse_explorer(models: dict | None = None, data=None, examples=None, mode: str = "auto") -> Explorer:
+    """Chapter 8: pick a canvas of handwritten digits, a model, a step of its caption and a view:
+    the soft weights over the annotation grid at that step, or a cell that a hard-attention draw
+    picks from those weights (``viz.glimpse_figure``). Draws are seeded: the static page and a
+    rerun show the same cells.
+
+    Args:
+        models: name -> trained :class:`~attention.models.captioner.ShowAttendTell`; without them,
+            untrained demo models.
+        data: their :class:`~attention.tasks.captions.CaptionData`.
+        examples: the canvases offered (default: the first three test canvases).
+    """
+    from .data.digits import caption
+    if models is None:
+        models, data = _demo_captions()
+    examples = list(data.test[:3] if examples is None else examples)
+    frames, steps = {}, 1
+    for i, e in enumerate(examples):
+        label = f"{i + 1}. " + " ".join(caption(e))
+        batch = data.collate([e])
+        for name, model in models.items():
+            device = next(model.parameters()).device
+            model.eval()
+            tokens, attention = model.generate(batch.images.to(device), len(e) + 2)  # (1, T'), (1, T', G)
+            tokens, attention = tokens[0].cpu().tolist(), attention[0].float().cpu()
+            n = tokens.index(data.vocab.eos_id) + 1 if data.vocab.eos_id in tokens else len(tokens)
+            words = [data.vocab.itos[t] for t in tokens[:n]]
+            frames[label, name] = (batch.images[0, 0], attention[:n].reshape(n, *model.grid), words)
+            steps = max(steps, n)
+
+    def draw(image: str = next(iter(frames))[0], model: str = next(iter(models)), step: int = 1,
+             view: str = "weights"):
+        picture, weights, words = frames[image, model]
+        k = min(step, len(words))
+        sample = None
+        if view != "weights":
+            g = torch.Generator().manual_seed(1000 * k + GLIMPSE_VIEWS.index(view))
+            sample = int(torch.multinomial(weights[k - 1].reshape(-1), 1, generator=g))
+        return glimpse_figure(picture, weights[k - 1], words, k, sample,
+                              title=f"{model} attention, step {k}" + (f", {view}" if sample is not None else ""))
+
+    return explorer(draw, {"image": list(dict.fromkeys(i for i, _ in frames)), "model": list(models),
+                           "step": list(range(1, steps + 1)), "view": GLIMPSE_VIEWS}, mode=mode)
+
+
+EXPLORERS |= {"glimpse": glimpse_explorer}

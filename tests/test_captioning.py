@@ -42,6 +42,6 @@ def test_build_captioner_uses_the_tasks_vocabulary():
     model = captioning.build_captioner(data, "hard")
     assert (model.cfg.pad_id, model.cfg.bos_id, model.cfg.eos_id) == (data.vocab.pad_id, data.vocab.bos_id,
                                                                       data.vocab.eos_id)
-    assert model.cfg.attention == "hard" and model.grid == (4, 10)
+    assert model.cfg.attention == "hard" and model.grid == (16 >> captioning.CAPTIONS["pools"], 40 >> captioning.CAPTIONS["pools"])
     with pytest.raises(ValueError, match="attention must be one of"):
         captioning.build_captioner(data, "sharp")

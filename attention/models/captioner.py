@@ -29,7 +29,9 @@ Objectives, each summed over a caption's real target tokens and divided by their
   updated only in training mode);
 * gumbel: ``−log p(y|a)`` through the straight-through one-hot.
 
-How this differs from the paper: a tiny CNN instead of VGG's conv5_4 features; no dropout on the
+How this differs from the paper: a tiny CNN instead of VGG's conv5_4 features; a learned position
+vector p_i added to each annotation (``positions``; reading digits in order needs to know where a
+cell is, which a convolution does not say); no dropout on the
 LSTM input; hard attention draws one sample per caption (N = 1) and replaces it by the
 expectation α (§4.1 does so with probability 0.5) only if ``expectation_prob`` > 0 (default 0: pure
 REINFORCE); at evaluation hard and gumbel attention read the argmax location, so
@@ -78,6 +80,7 @@ class CaptionerConfig:
     cnn_channels: int = 32  # channels of the CNN's hidden conv layers
     conv_layers: int = 3  # 3×3 convolutions (the last outputs D channels)
     pools: int = 2  # 2×2 max-pools (after the first `pools` convolutions): grid = (H, W) / 2^pools
+    positions: bool = True  # add a learned vector per grid cell to its annotation (beyond the paper, below)
 
     def __post_init__(self):
         check_sizes("CaptionerConfig", vocab=self.vocab, embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
@@ -156,6 +159,10 @@ class ShowAttendTell(nn.Module):
                 layers.append(nn.MaxPool2d(2))
             c_in = c_out
         self.cnn = nn.Sequential(*layers)
+        gh, gw = cfg.image_height >> cfg.pools, cfg.image_width >> cfg.pools
+        # p_i (G, D): where cell i is. Convolutions see only content, so without it two equal digits
+        # have equal annotations and "the next digit to the right" cannot be scored.
+        self.position = nn.Parameter(0.1 * torch.randn(gh * gw, D)) if cfg.positions else None
         self.init_h = nn.Linear(D, N)  # f_init,h
         self.init_c = nn.Linear(D, N)  # f_init,c
         self.score = make_score("additive", query_dim=N, key_dim=D, hidden_dim=cfg.attention_dim)  # f_att
@@ -197,10 +204,12 @@ class ShowAttendTell(nn.Module):
 
     # --- the pieces ----------------------------------------------------------------------------------
     def encode(self, images: Tensor) -> Tensor:
-        """The CNN: ``(B, C, H, W) -> a (B, G, D)``, row-major over the grid."""
+        """The CNN: ``(B, C, H, W) -> a (B, G, D)``, row-major over the grid, plus each cell's position
+        vector when ``cfg.positions``."""
         self.check_images(images)
         grid = self.cnn(images)  # (B, D, gh, gw)
-        return grid.flatten(2).transpose(1, 2)  # (B, D, G) -> (B, G, D)
+        a = grid.flatten(2).transpose(1, 2)  # (B, D, G) -> (B, G, D)
+        return a if self.position is None else a + self.position  # a_i + p_i
 
     def init_state(self, a: Tensor) -> tuple[Tensor, Tensor]:
         """``h_0, c_0 = tanh(f_init(mean_i a_i))``: ``(B, G, D) -> 2 × (B, N)``."""
