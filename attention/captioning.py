@@ -26,14 +26,15 @@ from pathlib import Path
 
 import torch
 
+from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
 from .hard import gradient_variance
 from .models import build
-from .results import PartialRuns, mean_sd, record_result
+from .results import RESULTS_DIR, PartialRuns, mean_sd, record_result
 from .tasks.captions import CaptionData, alignment_hit, digit_captions
 
-__all__ = ["CAPTIONS", "PAPER", "build_captioner", "chance_alignment", "gradient_spread", "run_captions",
+__all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "run_captions",
            "captions_status"]
 
 CAPTIONS = {"arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2], "n_train": 6000, "n_valid": 1000,
@@ -114,12 +115,21 @@ def _data(recipe: dict) -> CaptionData:
                           height=recipe["height"], width=recipe["width"], n_digits=recipe["n_digits"])
 
 
-def _run(data: CaptionData, attention: str, seed: int, device) -> dict:
+def captioner_path(attention: str, directory: str | Path | None = None) -> Path:
+    """Where the run of ``attention`` with seed 0 keeps its trained model (the notebook's explorer reads it)."""
+    return Path(directory or RESULTS_DIR) / "models" / f"captions-{attention}-seed0.pt"
+
+
+def _run(data: CaptionData, attention: str, seed: int, device, directory=None) -> dict:
     recipe = CAPTIONS
     setup(seed)
     model = build_captioner(data, attention, recipe, seed).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"])
+    if seed == 0:
+        path = captioner_path(attention, directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=recipe)
     report = data.evaluate(model)
     row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
     row |= {"valid_exact_match": history.epochs[history.best_epoch - 1]["valid_exact_match"],
@@ -155,7 +165,7 @@ def run_captions(directory: str | Path | None = None, progress: bool = False, re
         if key in done:
             continue
         attention, seed = key.split("/")
-        row = _run(data, attention, int(re.sub(r"\D", "", seed)), device)
+        row = _run(data, attention, int(re.sub(r"\D", "", seed)), device, directory)
         done.add(key, row)
         if progress:
             print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)

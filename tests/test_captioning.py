@@ -25,6 +25,9 @@ def test_run_captions_resumes_and_records_once_every_run_is_done(tmp_path, monke
     assert record["metrics"]["paper"] == captioning.PAPER
     assert results.load_result("soft-hard-captions", tmp_path)["command"] == "python -m attention captions"
     assert captioning.captions_status(tmp_path)["missing"] == []
+    from attention.checkpoints import load_checkpoint
+    hard, _ = load_checkpoint(captioning.captioner_path("hard", tmp_path), expect="show-attend-tell")
+    assert hard.cfg.attention == "hard"
     assert captioning.run_captions(tmp_path)["metrics"]["runs"] == record["metrics"]["runs"]  # nothing retrained
 
 
