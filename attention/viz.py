@@ -772,3 +772,32 @@ def glimpse_figure(image, weights, words: Sequence[str], step: int = 1, sample: 
     ax.set_xlabel(caption, fontsize=12)
     ax.set_title(title or f"step {step}: attention over the {gh}×{gw} grid", fontsize=10)
     return fig
+
+
+def canvases_figure(images, captions: Sequence[Sequence[str]], boxes=None, grid: tuple[int, int] | None = None):
+    """Chapter 8's data: a column of canvases ``images (n, H, W)``, each with its caption below and,
+    if given, its digits' ``boxes`` (top, left, bottom, right) outlined and the model's annotation
+    ``grid`` (gh, gw) drawn as thin lines."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+    imgs = np.asarray(torch.as_tensor(images, dtype=torch.float32).detach().cpu())
+    if imgs.ndim != 3 or len(captions) != imgs.shape[0]:
+        raise ValueError(f"expected images (n, H, W) and n captions; got {imgs.shape} and {len(captions)} captions")
+    n, H, W = imgs.shape
+    fig = Figure(figsize=(3.4 * n, 1.9), layout="constrained")
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    for i, ax in enumerate(axes):
+        ax.imshow(imgs[i], cmap="Greys", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+        for top, left, bottom, right in (boxes[i] if boxes is not None else []):
+            ax.add_patch(Rectangle((left, top), right - left, bottom - top, fill=False, edgecolor="tab:green",
+                                   linewidth=1.2))
+        if grid is not None:
+            gh, gw = grid
+            for r in range(1, gh):
+                ax.axhline(r * H / gh, color="0.6", linewidth=0.6)
+            for c in range(1, gw):
+                ax.axvline(c * W / gw, color="0.6", linewidth=0.6)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel(" ".join(captions[i]), fontsize=10)
+    return fig

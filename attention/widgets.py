@@ -23,6 +23,8 @@ import torch
 from torch import Tensor
 
 from .data import Vocab, collate, make_dates
+from .captioning import build_captioner
+from .data.digits import caption
 from .data.documents import Document
 from .metrics import spearman
 from .models import (HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
@@ -30,6 +32,7 @@ from .models import (HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NCo
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
 from .ntm import address
 from .tasks.documents import DocumentData
+from .tasks.captions import digit_captions
 from .tasks.qa import QAData, babi_data
 from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
@@ -617,8 +620,6 @@ GLIMPSE_VIEWS = ["weights", "hard draw 1", "hard draw 2"]
 
 def _demo_captions():
     """Untrained soft and hard captioners on a few composed digit rows: enough to drive the widget."""
-    from .captioning import build_captioner
-    from .tasks.captions import digit_captions
     data = digit_captions(n_train=8, n_valid=4, n_test=4)
     return {kind: build_captioner(data, kind, seed=0) for kind in ("soft", "hard")}, data
 
@@ -635,7 +636,6 @@ def glimpse_explorer(models: dict | None = None, data=None, examples=None, mode:
         data: their :class:`~attention.tasks.captions.CaptionData`.
         examples: the canvases offered (default: the first three test canvases).
     """
-    from .data.digits import caption
     if models is None:
         models, data = _demo_captions()
     examples = list(data.test[:3] if examples is None else examples)

@@ -48,3 +48,19 @@ def test_build_captioner_uses_the_tasks_vocabulary():
     assert model.cfg.attention == "hard" and model.grid == (16 >> captioning.CAPTIONS["pools"], 40 >> captioning.CAPTIONS["pools"])
     with pytest.raises(ValueError, match="attention must be one of"):
         captioning.build_captioner(data, "sharp")
+
+
+def test_the_figures_of_chapter_8_draw_and_refuse_bad_shapes():
+    from attention.viz import canvases_figure, glimpse_figure
+    data = digit_captions(n_train=4, n_valid=2, n_test=3)
+    images = torch.stack([e.image for e in data.test])
+    fig = canvases_figure(images, [["one", "two", "three"]] * 3, [e.boxes for e in data.test], grid=(2, 5))
+    assert len(fig.axes) == 3 and len(fig.axes[0].patches) == 3
+    with pytest.raises(ValueError, match="n captions"):
+        canvases_figure(images, [["one"]])
+    weights = torch.zeros(2, 5)
+    weights[1, 3] = 1.0
+    fig = glimpse_figure(images[0], weights, ["one", "two", "<eos>"], step=2, sample=8)
+    assert len(fig.axes[0].patches) == 1 and "[two]" in fig.axes[0].get_xlabel()
+    with pytest.raises(ValueError, match="step must be in 1..3"):
+        glimpse_figure(images[0], weights, ["one", "two", "<eos>"], step=4)

@@ -306,3 +306,29 @@ def test_addressing_explorer_draws_the_four_stages_of_ntm_addressing():
     assert bytes(live.image.value) != before
     with pytest.raises(ValueError, match="is not among its options"):
         widgets.addressing_explorer(mode="live", gamma=2.0)
+
+
+def test_glimpse_explorer_frames_follow_image_model_step_and_view():
+    models, data = widgets._demo_captions()
+    e = widgets.glimpse_explorer(models, data, data.test[:2], mode="static")
+    assert list(e.controls) == ["image", "model", "step", "view"]
+    steps = len(e.controls["step"].options)
+    assert e.frames == 2 * len(models) * steps * len(widgets.GLIMPSE_VIEWS)
+    live = widgets.glimpse_explorer(models, data, data.test[:2], mode="live")
+    before = bytes(live.image.value)
+    live.controls["view"].value = "hard draw 1"  # outlines a drawn cell
+    assert bytes(live.image.value) != before
+    # the frame drawn is the model's own attention at that step, over its grid
+    model = models["hard"]
+    batch = data.collate([data.test[1]])
+    tokens, attention = model.generate(batch.images, len(data.test[1]) + 2)
+    label = e.controls["image"].options[1][1]
+    live.controls["image"].value = label
+    live.controls["model"].value = "hard"
+    live.controls["step"].value = 1
+    live.controls["view"].value = "weights"
+    words = [data.vocab.itos[t] for t in tokens[0].tolist()]
+    n = words.index("<eos>") + 1 if "<eos>" in words else len(words)
+    expected = viz.glimpse_figure(batch.images[0, 0], attention[0, 0].reshape(model.grid), words[:n], 1, None,
+                                  title="hard attention, step 1")
+    assert bytes(live.image.value) == viz.figure_to_png(expected)
