@@ -712,8 +712,10 @@ def addressing_figure(steps: dict, title: str | None = None):
 def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | None = None,
                      title: str | None = None):
     """What an NTM does on one copy sequence (Graves et al. 2014, Fig. 6): four panels over time,
-    the input bits, the output bits (after the sigmoid), and the write and read weightings over the
-    first ``slots`` memory slots. ``inputs (T, bits + 1)``, ``outputs (T, bits)``, weightings ``(T, N)``."""
+    the input bits, the output bits (after the sigmoid), and the write and read weightings over a
+    window of ``slots`` memory slots centred on slot 0, where both heads start (the memory is
+    circular: a head that shifts by −1 from slot 0 goes on at slot N − 1, drawn above slot 0).
+    ``inputs (T, bits + 1)``, ``outputs (T, bits)``, weightings ``(T, N)``."""
     from matplotlib.figure import Figure
     arrays = [np.asarray(torch.as_tensor(a, dtype=torch.float32).detach().cpu()) for a in
               (inputs, outputs, write_weights, read_weights)]
@@ -721,16 +723,24 @@ def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | 
     if any(a.ndim != 2 or a.shape[0] != T for a in arrays):
         raise ValueError("expected inputs (T, I), outputs (T, O), write and read weightings (T, N) with one T; got "
                          + ", ".join(str(a.shape) for a in arrays))
-    n = min(slots or arrays[2].shape[1], arrays[2].shape[1])
+    N = arrays[2].shape[1]
+    n = min(slots or N, N)
+    order = [(k - n // 2) % N for k in range(n)]  # slots −n/2 … n/2 − 1, circularly
     fig = Figure(figsize=(9, 5.2), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True, height_ratios=[1, 2.2])
-    panels = [("inputs", arrays[0].T), ("outputs", arrays[1].T), ("write weighting", arrays[2][:, :n].T),
-              ("read weighting", arrays[3][:, :n].T)]
+    panels = [("inputs", arrays[0].T), ("outputs", arrays[1].T), ("write weighting", arrays[2][:, order].T),
+              ("read weighting", arrays[3][:, order].T)]
     for ax, (name, a) in zip(axes.flat, panels):
         ax.imshow(a, aspect="auto", cmap="Greys" if "put" in name else "Oranges", vmin=0, vmax=1,
                   interpolation="nearest")
         ax.set_title(name, fontsize=10)
-        ax.set_ylabel("slot" if "weighting" in name else "bit")
+        if "weighting" in name:
+            ticks = list(range(0, n, max(1, n // 8)))
+            ax.set_yticks(ticks, [str(order[k]) for k in ticks])
+            ax.set_ylabel("slot")
+        else:
+            ax.set_yticks(range(0, a.shape[0], 2))
+            ax.set_ylabel("bit")
     for ax in axes[1]:
         ax.set_xlabel("time step")
     if title:

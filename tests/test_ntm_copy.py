@@ -227,5 +227,7 @@ def test_the_heads_figure_draws_four_panels_and_refuses_mismatched_times():
                            slots=8, title="length 5")
     assert len(fig.axes) == 4
     assert fig.axes[2].images[0].get_array().shape == (8, 11)  # 8 slots shown, T = 2·5 + 1 steps
+    torch.testing.assert_close(torch.as_tensor(fig.axes[2].images[0].get_array()[4]),  # slot 0 in the middle
+                               out.write_weights[0, :, 0].detach())
     with pytest.raises(ValueError, match="one T"):
         ntm_heads_figure(batch.inputs[0], out.logits[0, :3], out.write_weights[0], out.read_weights[0])
