@@ -29,7 +29,7 @@ import torch
 from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
-from .hard import gradient_variance
+from .hard import flat_gradient, gradient_spread_summary, gradient_variance
 from .models import build
 from .results import RESULTS_DIR, PartialRuns, mean_sd, record_result
 from .tasks.captions import CaptionData, alignment_hit, digit_captions
@@ -65,22 +65,18 @@ def chance_alignment(data: CaptionData, grid: tuple[int, int], examples=None) ->
     cells that overlap its box, averaged over the digits of ``examples`` (default: the test split)."""
     gh, gw = grid
     G, shares = gh * gw, []
+    cells = torch.eye(G)  # row g: all weight on cell g
     for e in data.test if examples is None else examples:
         for box in e.boxes:
-            hits = sum(alignment_hit(torch.eye(G)[g], box, grid, data.height, data.width) for g in range(G))
+            hits = sum(alignment_hit(cells[g], box, grid, data.height, data.width) for g in range(G))
             shares.append(hits / G)
     return sum(shares) / max(len(shares), 1)
 
 
 def _gradients(model, batches) -> torch.Tensor:
+    """Soft attention's gradient on each of ``batches``, stacked ``(n, P)``."""
     params = [p for p in model.parameters() if p.requires_grad]
-    rows = []
-    for batch in batches:
-        loss, _ = model.loss(batch.images, batch.captions, baseline=0.0)
-        g = torch.autograd.grad(loss, params, allow_unused=True)
-        rows.append(torch.cat([(gi if gi is not None else torch.zeros_like(p)).reshape(-1)
-                               for gi, p in zip(g, params)]))
-    return torch.stack(rows)  # (n, P)
+    return torch.stack([flat_gradient(model.loss(b.images, b.captions, baseline=0.0)[0], params) for b in batches])
 
 
 def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int = 32, seed: int = 0) -> dict:
@@ -104,9 +100,7 @@ def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int
     soft.train()
     out["soft, one batch"] = gradient_variance(soft, batch.images, batch.captions, samples, baseline=False)
     spread = _gradients(soft, [b.to(device) for _, b in zip(range(samples), data.train_batches(batch_size, seed, 1))])
-    out["soft, across batches"] = {"mean_variance": float(spread.var(0, unbiased=True).mean()),
-                                   "mean_sq_grad": float(spread.mean(0).pow(2).mean()),
-                                   "n_elements": spread.shape[1], "n_samples": spread.shape[0]}
+    out["soft, across batches"] = gradient_spread_summary(spread)
     return {k: {m: v[m] for m in ("mean_variance", "mean_sq_grad")} for k, v in out.items()}
 
 

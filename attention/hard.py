@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 __all__ = ["sample_location", "reinforce_surrogate", "MovingAverageBaseline", "attention_entropy",
-           "gumbel_softmax_st", "gradient_variance"]
+           "gumbel_softmax_st", "flat_gradient", "gradient_spread_summary", "gradient_variance"]
 
 
 def _check_rows(name: str, x: Tensor) -> None:
@@ -162,6 +162,20 @@ def gumbel_softmax_st(logits: Tensor, tau: float = 1.0, generator: torch.Generat
     return y_hard - y_soft.detach() + y_soft
 
 
+def flat_gradient(loss: Tensor, params: list[nn.Parameter]) -> Tensor:
+    """The gradient of ``loss`` with respect to ``params`` as one vector ``(P,)`` (0 for unused ones)."""
+    g = torch.autograd.grad(loss, params, allow_unused=True)
+    return torch.cat([(gi if gi is not None else torch.zeros_like(p)).reshape(-1) for gi, p in zip(g, params)])
+
+
+def gradient_spread_summary(grads: Tensor) -> dict:
+    """``grads (n, P)``, n gradient vectors -> ``{"mean_variance": mean over the P elements of their
+    variance over n, "mean_sq_grad": mean of the squared mean gradient, "n_elements", "n_samples"}``."""
+    return {"mean_variance": float(grads.var(0, unbiased=True).mean()),
+            "mean_sq_grad": float(grads.mean(0).pow(2).mean()),
+            "n_elements": grads.shape[1], "n_samples": grads.shape[0]}
+
+
 def gradient_variance(model: nn.Module, images: Tensor, captions: Tensor, n_samples: int,
                       params: list[nn.Parameter] | None = None, baseline: bool = True) -> dict:
     """The spread of a model's loss gradient over ``n_samples`` backward passes at the same parameters.
@@ -198,14 +212,9 @@ def gradient_variance(model: nn.Module, images: Tensor, captions: Tensor, n_samp
     try:
         for _ in range(n_samples):
             loss, _ = model.loss(images, captions, baseline=b)
-            g = torch.autograd.grad(loss, params, allow_unused=True)
-            flat = [(gi if gi is not None else torch.zeros_like(p)).reshape(-1) for gi, p in zip(g, params)]
-            grads.append(torch.cat(flat))  # (P,)
+            grads.append(flat_gradient(loss, params))  # (P,)
             for name, buf in model.named_buffers():
                 buf.copy_(saved[name])
     finally:
         model.train(was_training)
-    stacked = torch.stack(grads)  # (n_samples, P)
-    return {"mean_variance": float(stacked.var(0, unbiased=True).mean()),
-            "mean_sq_grad": float(stacked.mean(0).pow(2).mean()),
-            "n_elements": stacked.shape[1], "n_samples": n_samples}
+    return gradient_spread_summary(torch.stack(grads))  # (n_samples, P)

@@ -19,6 +19,7 @@ all of its runs are.
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -166,12 +167,17 @@ def _run_copy(data, kind: str, seed: int, device, directory=None) -> dict:
             **row}
 
 
+@functools.lru_cache(maxsize=4)
+def _lstm_parameters(bits: int, hidden: int) -> int:
+    return sum(p.numel() for p in build("copy-lstm", dict(bits=bits, hidden=hidden)).parameters())
+
+
 def _reuse_copy_run(old: dict, result: dict) -> bool:
     """A copy run recorded before the NTM had its own epoch cap ran exactly the updates it runs now if
     it is an LSTM run (same cap) or stopped early (patience) within the NTM's cap."""
-    if {k: v for k, v in old.items()} != {k: v for k, v in NTM_RUNS.items() if k != "ntm_max_epochs"}:
+    if old != {k: v for k, v in NTM_RUNS.items() if k != "ntm_max_epochs"}:
         return False
-    lstm = result.get("parameters") == sum(p.numel() for p in build_copy_model("copy-lstm").parameters())
+    lstm = result.get("parameters") == _lstm_parameters(NTM_RUNS["bits"], NTM_RUNS["lstm_hidden"])
     return lstm or (str(result.get("stopped", "")).startswith("early stopping")
                     and result.get("epochs_run", 10 ** 9) <= NTM_RUNS["ntm_max_epochs"])
 
@@ -191,7 +197,7 @@ def _all_keys() -> list[tuple[str, str]]:
 
 def memory_status(directory: str | Path | None = None) -> dict[str, list[str]]:
     stores = _stores(directory)
-    keys = [(r, k) for r, k in _all_keys()]
+    keys = _all_keys()
     return {"done": [f"{r}: {k}" for r, k in keys if k in stores[r]],
             "missing": [f"{r}: {k}" for r, k in keys if k not in stores[r]]}
 
@@ -202,13 +208,7 @@ def run_memory(directory: str | Path | None = None, progress: bool = False, reve
     device = setup(0)
     stores = _stores(directory)
     keys = _all_keys()
-    data: dict = {}
-
-    def get(name, make):
-        if name not in data:
-            data[name] = make()
-        return data[name]
-
+    data = _DataCache()
     ran: set[str] = set()
     for record, key in reversed(keys) if reverse else keys:
         if key in stores[record]:
@@ -216,28 +216,42 @@ def run_memory(directory: str | Path | None = None, progress: bool = False, reve
         ran.add(record)
         if record == "memory-hops":
             task, hops, seed = (int(re.sub(r"\D", "", part)) for part in key.split("/"))
-            row = _run(get(task, lambda: babi_data(task, n_train=MEMORY["n_train"], n_test=MEMORY["n_test"],
-                                                  memory_size=MEMORY["memory_size"])), hops, MEMORY, seed, device)
+            row = _run(data.qa(task, MEMORY), hops, MEMORY, seed, device)
         elif record == "dmn-passes":
             arm, passes, seed = key.split("/")
-            row = _run_dmn(get("dmn", _dmn_data), arm, int(passes[6:]), int(seed[4:]), device)
+            row = _run_dmn(data.qa(DMN_RUNS["task"], DMN_RUNS), arm, int(passes[6:]), int(seed[4:]), device)
         else:
             kind, seed = key.split("/")
-            row = _run_copy(get("copy", _copy_data), kind, int(seed[4:]), device, directory)
+            row = _run_copy(data.copy(), kind, int(seed[4:]), device, directory)
         stores[record].add(key, row)
         if progress:
             print(record, key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     if any(k not in stores[r] for r, k in keys):
         return None
     writers = {"memory-hops": _record_hops, "dmn-passes": _record_dmn, "ntm-copy": _record_copy}
-    return [writers[name](stores[name], directory, device)
+    return [writers[name](stores[name], data, directory, device)
             if name in ran or not (Path(directory or RESULTS_DIR) / f"{name}.json").exists()
             else load_result(name, directory) for name in writers]  # a record is rewritten only when it grew
 
 
-def _dmn_data():
-    r = DMN_RUNS
-    return babi_data(r["task"], n_train=r["n_train"], n_test=r["n_test"], memory_size=r["memory_size"])
+class _DataCache:
+    """Each data set built once per command: ``qa(task, recipe)`` by what builds it (MemN2N's and the
+    DMN's task 3 are the same questions), ``copy()`` the copy task."""
+
+    def __init__(self):
+        self._sets: dict = {}
+
+    def _get(self, key, make):
+        if key not in self._sets:
+            self._sets[key] = make()
+        return self._sets[key]
+
+    def qa(self, task: int, recipe: dict):
+        key = (task, recipe["n_train"], recipe["n_test"], recipe["memory_size"])
+        return self._get(key, lambda: babi_data(task, n_train=key[1], n_test=key[2], memory_size=key[3]))
+
+    def copy(self):
+        return self._get("copy", _copy_data)
 
 
 def _data_info(d) -> dict:
@@ -245,22 +259,23 @@ def _data_info(d) -> dict:
             "answers": d.answers}
 
 
-def _record_hops(done: PartialRuns, directory, device) -> dict:
+def _qa_cell(rows: list[dict], reads: int) -> dict:
+    """Over seeds: test accuracy, each of the ``reads`` hops' (passes') support hits, best epoch."""
+    return {"accuracy": mean_sd([r["accuracy"] for r in rows]),
+            "support_hits": [mean_sd([r["support_hits"][k] for r in rows]) for k in range(reads)],
+            "best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
+            "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+
+
+def _record_hops(done: PartialRuns, data: _DataCache, directory, device) -> dict:
     recipe = MEMORY
     keys = _keys(recipe)
     summary = {}
     for t in recipe["tasks"]:
         for h in recipe["hops"]:
-            rows = [done.get(f"task{t}/hops{h}/seed{s}") for s in recipe["seeds"]]
-            summary[f"task{t}/hops{h}"] = {
-                "accuracy": mean_sd([r["accuracy"] for r in rows]),
-                "support_hits": [mean_sd([r["support_hits"][k] for r in rows]) for k in range(h)],
-                "best_epoch": mean_sd([r["best_epoch"] for r in rows]),
-                "parameters": rows[0]["parameters"],
-                "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+            summary[f"task{t}/hops{h}"] = _qa_cell([done.get(f"task{t}/hops{h}/seed{s}") for s in recipe["seeds"]], h)
     runs = [{"key": k, **done.get(k)} for k in keys]
-    data_info = {t: _data_info(babi_data(t, n_train=recipe["n_train"], n_test=recipe["n_test"],
-                                         memory_size=recipe["memory_size"])) for t in recipe["tasks"]}
+    data_info = {t: _data_info(data.qa(t, recipe)) for t in recipe["tasks"]}
     return record_result("memory-hops", command="python -m attention memory", recipe=recipe, seeds=recipe["seeds"],
                          metrics={"data": data_info, "summary": summary, "paper": PAPER, "runs": runs},
                          wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
@@ -268,26 +283,21 @@ def _record_hops(done: PartialRuns, directory, device) -> dict:
                                "(2015), Table 1, on Facebook's bAbI with 1,000 training questions, not ours")
 
 
-def _record_dmn(done: PartialRuns, directory, device) -> dict:
+def _record_dmn(done: PartialRuns, data: _DataCache, directory, device) -> dict:
     recipe = DMN_RUNS
     summary = {}
     keys = [f"{a}/passes{p}/seed{s}" for s in recipe["seeds"] for a in recipe["arms"] for p in recipe["passes"]]
     for a in recipe["arms"]:
         for p in recipe["passes"]:
-            rows = [done.get(f"{a}/passes{p}/seed{s}") for s in recipe["seeds"]]
-            summary[f"{a}/passes{p}"] = {
-                "accuracy": mean_sd([r["accuracy"] for r in rows]),
-                "support_hits": [mean_sd([r["support_hits"][k] for r in rows]) for k in range(p)],
-                "best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
-                "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+            summary[f"{a}/passes{p}"] = _qa_cell([done.get(f"{a}/passes{p}/seed{s}") for s in recipe["seeds"]], p)
     runs = [{"key": k, **done.get(k)} for k in keys]
     return record_result("dmn-passes", command="python -m attention memory", recipe=recipe, seeds=recipe["seeds"],
-                         metrics={"data": _data_info(_dmn_data()), "summary": summary, "runs": runs},
+                         metrics={"data": _data_info(data.qa(recipe["task"], recipe)), "summary": summary, "runs": runs},
                          wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
                          notes="wall_seconds adds up the training time of every run")
 
 
-def _record_copy(done: PartialRuns, directory, device) -> dict:
+def _record_copy(done: PartialRuns, data: _DataCache, directory, device) -> dict:
     recipe = NTM_RUNS
     summary = {}
     for m in recipe["models"]:

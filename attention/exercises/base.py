@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to", "numbers",
-           "all_close"]
+           "all_close", "fmt_numbers"]
 
 
 @dataclass
@@ -118,3 +118,8 @@ def numbers(answer: Any, count: int, what: str) -> tuple[list[float] | None, str
 def all_close(got: list[float], want: list[float], tol: float = 2e-3) -> bool:
     """Whether two lists of numbers agree entry by entry within ``tol``."""
     return len(got) == len(want) and all(abs(g - w) <= tol for g, w in zip(got, want))
+
+
+def fmt_numbers(values, digits: int = 3) -> str:
+    """``[0.123, 0.456]``: a list of numbers as a checker's message shows it."""
+    return "[" + ", ".join(f"{v:.{digits}f}" for v in values) + "]"

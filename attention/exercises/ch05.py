@@ -16,7 +16,7 @@ import torch
 from ..functional import masked_softmax
 from ..metrics import ranks, spearman
 from ..models.han import AttentionPool
-from .base import Verdict, exercise, right, wrong, numbers, all_close
+from .base import Verdict, exercise, right, wrong, numbers, all_close, fmt_numbers
 
 __all__ = ["U_51", "DA_51", "SCORES_52", "KEEP_52", "WEIGHTS_53", "RATINGS_53", "KEEP_54"]
 
@@ -91,7 +91,7 @@ def padded_sentence_weights(answer: Any) -> Verdict:
         return wrong(problem)
     want = _weights_52()
     if all_close(got, want):
-        return right("[" + ", ".join(f"{w:.3f}" for w in want) + "]: the softmax runs over the three real "
+        return right(fmt_numbers(want) + ": the softmax runs over the three real "
                      "sentences only, e^1, e^2, e^0 over their sum, and the padded sentence gets exactly 0 "
                      "whatever its score. The same document alone, with no padding, would get the same three "
                      "weights")

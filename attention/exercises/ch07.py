@@ -14,7 +14,7 @@ from ..functional import attend
 from ..models.memn2n import position_encoding
 from ..ntm import content_weights, sharpen, shift
 from ..scores import DotScore
-from .base import Verdict, exercise, right, wrong, numbers, all_close
+from .base import Verdict, exercise, right, wrong, numbers, all_close, fmt_numbers
 
 __all__ = ["J_71", "D_71", "WORD_71", "DIM_71", "KEYS_72", "VALUES_72", "QUESTION_72", "MEMORY_73", "KEY_73",
            "BETA_73", "WEIGHTS_74", "KERNEL_74", "GAMMA_74"]
@@ -27,10 +27,6 @@ def _one_number(answer: Any, what: str) -> tuple[float | None, str | None]:
         return float(answer), None
     except (TypeError, ValueError):
         return None, f"answer with one number, {what}; got {answer!r}"
-
-
-def _fmt(values) -> str:
-    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
 
 
 # 7.1 -------------------------------------------------------------------------------------------
@@ -115,9 +111,9 @@ def one_hop(answer: Any) -> Verdict:
         return wrong(problem)
     want_p, want_o = _hop_72()
     if all_close(p, want_p) and all_close(o, want_o):
-        return right(f"p = {_fmt(want_p)}, o = {_fmt(want_o)}: the scores uᵀm_i are [1, 0.5, 1.5], their softmax "
+        return right(f"p = {fmt_numbers(want_p)}, o = {fmt_numbers(want_o)}: the scores uᵀm_i are [1, 0.5, 1.5], their softmax "
                      f"is p, and o = Σ p_i c_i reads the *output* memory. The next hop asks with u + o = "
-                     f"{_fmt([a + b for a, b in zip(QUESTION_72, want_o)])}")
+                     f"{fmt_numbers([a + b for a, b in zip(QUESTION_72, want_o)])}")
     on_values = _hop_72(keys=VALUES_72)
     if all_close(p, on_values[0]):
         return wrong("those weights match u against the output memory c_i; the question is matched against the "
@@ -165,7 +161,7 @@ def content_addressing(answer: Any) -> Verdict:
         return wrong(problem)
     want = _content_73()
     if all_close(got, want):
-        return right(f"{_fmt(want)}: the cosines of k with the slots are [1, 0, 0.707], β = {BETA_73:g} "
+        return right(f"{fmt_numbers(want)}: the cosines of k with the slots are [1, 0, 0.707], β = {BETA_73:g} "
                      f"multiplies them and a softmax normalises. Slot 3 is far longer than k but counts only by "
                      f"its direction, which is what makes the key match a pattern, whatever its size")
     dots = [sum(a * b for a, b in zip(KEY_73, row)) for row in MEMORY_73]
@@ -216,7 +212,7 @@ def shift_and_sharpen(answer: Any) -> Verdict:
         return wrong(problem)
     want_shifted, want_sharpened = _shift_sharpen_74()
     if all_close(shifted, want_shifted) and all_close(sharpened, want_sharpened):
-        return right(f"w̃ = {_fmt(want_shifted)}, w = {_fmt(want_sharpened)}: 80% of each slot's weight moves one "
+        return right(f"w̃ = {fmt_numbers(want_shifted)}, w = {fmt_numbers(want_sharpened)}: 80% of each slot's weight moves one "
                      f"slot on and 20% stays, and the 0.6 on the last slot wraps round to the first. The shift "
                      f"blurs the focus; γ = {GAMMA_74:g} squares and renormalises, so the largest weight grows "
                      f"back at the expense of the small ones")

@@ -12,14 +12,10 @@ import torch
 
 from ..hard import reinforce_surrogate
 from ..models.captioner import doubly_stochastic_penalty
-from .base import Verdict, all_close, exercise, numbers, right, wrong
+from .base import Verdict, all_close, exercise, fmt_numbers, numbers, right, wrong
 
 __all__ = ["WEIGHTS_81", "ANNOTATIONS_81", "BETA_81", "WEIGHTS_82", "WEIGHTS_83", "CHOICE_83", "REWARD_83",
            "BASELINE_83", "WEIGHTS_84", "REWARDS_84", "BASELINE_84"]
-
-
-def _fmt(values) -> str:
-    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
 
 
 # 8.1 -------------------------------------------------------------------------------------------
@@ -46,7 +42,7 @@ def soft_context(answer: Any) -> Verdict:
     want = _context_81()
     if all_close(got, want):
         return right(f"z = {BETA_81:g} · (0.2·(1, 0) + 0.5·(0, 2) + 0.3·(2, 2)) = {BETA_81:g} · (0.8, 1.6) = "
-                     f"{_fmt(want)}. Every cell contributes, in proportion to its weight, so the context is a "
+                     f"{fmt_numbers(want)}. Every cell contributes, in proportion to its weight, so the context is a "
                      f"smooth function of the scores and backpropagation reaches them")
     if all_close(got, _context_81(beta=1.0)):
         return wrong(f"that is Σ_i α_i a_i, the expected annotation; the gating scalar β = {BETA_81:g} still "
@@ -138,7 +134,7 @@ def reinforce_estimate(answer: Any) -> Verdict:
         return wrong(problem)
     want = _grad_83()
     if all_close(got, want):
-        return right(f"λ_r (R − b)(onehot(s) − α) = 0.8 · ((0, 0, 1, 0) − α) = {_fmt(want)}. The reward beat "
+        return right(f"λ_r (R − b)(onehot(s) − α) = 0.8 · ((0, 0, 1, 0) − α) = {fmt_numbers(want)}. The reward beat "
                      f"the baseline, so the step raises the score of the cell it read and lowers the others; "
                      f"the changes sum to 0")
     if all_close(got, _grad_83(baseline=0.0)):
@@ -186,7 +182,7 @@ def expected_estimate(answer: Any) -> Verdict:
         return wrong(problem)
     want = _expected_84()
     if all_close(got, want):
-        return right(f"Σ_s α_s (f(s) − b)(onehot(s) − α) = α ∘ (f − αᵀf) = {_fmt(want)}, with αᵀf = −1.2: the "
+        return right(f"Σ_s α_s (f(s) − b)(onehot(s) − α) = α ∘ (f − αᵀf) = {fmt_numbers(want)}, with αᵀf = −1.2: the "
                      f"exact gradient of E_s[f(s)]. The baseline has dropped out (Σ_s α_s (onehot(s) − α) = 0), so "
                      f"any b that does not depend on s gives the same mean; it only changes the spread")
     if all_close(got, _expected_84(centred=False)):
