@@ -10,6 +10,8 @@
     python -m attention nested                   # chapter 5: nested word/character attention for spelling; 3 seeds
     python -m attention memory                   # chapter 7: MemN2N hops, DMN passes, NTM vs LSTM copy
     python -m attention captions                 # chapter 8: soft vs hard vs Gumbel attention; 3 seeds
+    python -m attention multidim                 # chapter 4: multi-dimensional vs scalar attention vs mean pooling; 3 seeds
+    python -m attention coupled                  # chapter 4: coupled vs uncoupled, 1 vs 2 attention layers (CMLA); 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -20,7 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import captioning, comparison, hierarchical, intra, memory, nested
+from . import captioning, comparison, coupled, hierarchical, intra, memory, multidim, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -34,6 +36,8 @@ RESUMABLE = {
     "nested": (nested.nested_status, nested.run_nested),
     "memory": (memory.memory_status, memory.run_memory),
     "captions": (captioning.captions_status, captioning.run_captions),
+    "multidim": (multidim.multidim_status, multidim.run_multidim),
+    "coupled": (coupled.coupled_status, coupled.run_coupled),
 }
 
 
@@ -69,8 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     ca = sub.add_parser("captions", help="chapter 8: soft vs hard vs Gumbel attention captioning digit rows")
     ca.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     ca.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    md = sub.add_parser("multidim", help="chapter 4: multi-dimensional vs scalar attention vs mean pooling")
+    md.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    md.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    cp = sub.add_parser("coupled", help="chapter 4: coupled multi-layer attention for aspect and opinion terms")
+    cp.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    cp.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, me, ca, res):
+    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 

@@ -44,13 +44,16 @@ INTRA = {"corpus": "vader", "min_freq": 2, "seeds": [0, 1, 2], "variants": list(
          "batch_size": 32, "lr": 2e-3}
 
 
-def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0):
-    """The model of ``variant`` for ``data`` with hidden size ``hidden``."""
-    name, extra = VARIANTS[variant]
+def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0, variants: dict | None = None):
+    """The model of ``variant`` (a key of ``variants``, default :data:`VARIANTS`) for ``data`` with
+    hidden size ``hidden``."""
+    name, extra = (variants or VARIANTS)[variant]
     cfg = dict(vocab=len(data.vocab), classes=len(data.labels), embed_dim=recipe["embed_dim"], hidden_dim=hidden,
                dropout=recipe["dropout"], **extra)
     if name == "self-attentive":
         cfg["rows"] = recipe["rows"]
+    if name == "attention-pooling":
+        cfg["attention_dim"] = recipe["attention_dim"]
     torch.manual_seed(seed)
     return build(name, cfg)
 
@@ -59,10 +62,10 @@ def _count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def match_hidden(variant: str, data, target: int, recipe: dict) -> int:
+def match_hidden(variant: str, data, target: int, recipe: dict, variants: dict | None = None) -> int:
     """The hidden size (a multiple of 4) whose parameter count is closest to ``target``."""
     return min(range(8, 4 * recipe["hidden_dim"] + 1, 4),
-               key=lambda h: abs(_count(build_intra(variant, data, h, recipe)) - target))
+               key=lambda h: abs(_count(build_intra(variant, data, h, recipe, variants=variants)) - target))
 
 
 def row_redundancy(A: torch.Tensor, length: int) -> tuple[float, int]:

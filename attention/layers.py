@@ -1,4 +1,4 @@
-"""Attention layers: a generic ``Attention`` and ``MultiHeadAttention``.
+"""Attention layers: a generic ``Attention``, ``MultiHeadAttention`` and ``MultiDimensionalAttention``.
 
 Shape legend: B batch, H heads, L query length, S key length, E model dim,
 D head dim (E = H·D), Eq/Ek/Ev query/key/value dims.
@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .functional import attend, scaled_dot_product_attention
+from .functional import attend, masked_softmax, scaled_dot_product_attention
 from .masks import to_keep_mask
 from .scores import Score, check_query_key, make_score
 
-__all__ = ["Attention", "MultiHeadAttention"]
+__all__ = ["Attention", "MultiHeadAttention", "MultiDimensionalAttention"]
 
 
 class Attention(nn.Module):
@@ -183,3 +184,56 @@ class MultiHeadAttention(nn.Module):
         if mha.out_proj.bias is not None:
             self.out_proj.bias.copy_(mha.out_proj.bias)
         return self
+
+
+class MultiDimensionalAttention(nn.Module):
+    """Multi-dimensional (feature-wise) attention pooling (Shen et al. 2018, DiSAN, §3.1 and §4.2).
+
+    Scalar attention gives each position ``i`` one weight, shared by all ``E`` features of
+    ``x_i``. Multi-dimensional attention scores every feature separately:
+
+        f(x_i) = W₂ᵀ elu(W₁ x_i + b₁) + b₂ ∈ ℝ^E         # one score per feature
+        P_{k,i} = softmax_i(f(x_i)_k)                      # over positions, for each feature k
+        s = Σ_i P_{·,i} ⊙ x_i                              # s_k = Σ_i P_{k,i} x_{i,k}
+
+    so feature ``k`` of the summary can be read from other words than feature ``j``. With
+    ``features=False`` the same layer is the scalar form: ``W₂`` has one output, and its single
+    score is shared by every feature (chapter 4, ``book/04-scores.md``, derives both).
+
+    Args:
+        dim: E, the size of each ``x_i``.
+        hidden_dim: the size of ``elu(W₁ x_i + b₁)`` (default E).
+        features: True = one score per feature (multi-dimensional); False = one per position.
+
+    Shape:
+        x ``(B, T, E)``; key_padding_mask ``(B, T)``, True = padding (``nn.MultiheadAttention``'s
+        convention, converted once by :func:`~attention.masks.to_keep_mask`).
+
+    Returns:
+        ``(s (B, E), P (B, T, F))`` with F = E (features) or 1 (scalar). Every column of ``P``
+        sums to 1 over the real positions and is exactly 0 on padding; a sequence with no real
+        position gets ``P = 0`` and ``s = 0``.
+    """
+
+    def __init__(self, dim: int, hidden_dim: int | None = None, features: bool = True):
+        super().__init__()
+        hidden_dim = dim if hidden_dim is None else hidden_dim
+        if dim < 1 or hidden_dim < 1:
+            raise ValueError(f"MultiDimensionalAttention needs dim >= 1 and hidden_dim >= 1; got {dim}, {hidden_dim}")
+        self.dim, self.features = dim, features
+        self.hidden = nn.Linear(dim, hidden_dim)  # W₁, b₁
+        self.out = nn.Linear(hidden_dim, dim if features else 1)  # W₂, b₂: E scores, or one
+
+    def scores(self, x: Tensor) -> Tensor:
+        """``f(x_i)`` for every position: ``(B, T, E)`` -> ``(B, T, F)``."""
+        return self.out(F.elu(self.hidden(x)))
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        if x.dim() != 3 or x.shape[-1] != self.dim:
+            raise ValueError(f"MultiDimensionalAttention expects x (B, T, E={self.dim}); got {tuple(x.shape)}")
+        B, T, E = x.shape
+        keep = to_keep_mask(key_padding_mask, batch_size=B, L=1, S=T, device=x.device)  # (B, 1, 1, T) or None
+        if keep is not None:
+            keep = keep[:, 0, 0, :, None]  # (B, T, 1): the same positions for every feature
+        P = masked_softmax(self.scores(x), keep, dim=1)  # (B, T, F): a softmax over T per feature
+        return (P * x).sum(1), P  # (B, E): s_k = Σ_i P_{i,k} x_{i,k} (F = 1 broadcasts)

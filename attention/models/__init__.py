@@ -11,6 +11,8 @@
 * ``lstmn``     -- chapter 6: Cheng et al.'s LSTMN, an LSTM attending over its own past states (intra-attention)
 * ``selfattentive`` -- chapter 6: Lin et al.'s structured self-attentive sentence embedding and its penalty
 * ``pooling``   -- chapter 6: the BiLSTM sentence encoder, pooled by last state, mean or max (no attention)
+* ``featurewise`` -- chapter 4: BiLSTM states pooled by scalar or multi-dimensional (feature-wise) attention
+* ``cmla``      -- chapter 4: Wang et al.'s coupled multi-layer attentions, aspect and opinion terms tagged together
 * ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
 * ``memn2n``    -- chapter 7: Sukhbaatar et al.'s end-to-end memory network, K hops over a story
 * ``dmn``       -- chapter 7: Kumar et al.'s dynamic memory network, attention gates over facts, several passes
@@ -19,9 +21,11 @@
 * ``captioner`` -- chapter 8: Xu et al.'s Show, Attend and Tell (soft, hard/REINFORCE and Gumbel attention)
 """
 from .base import SequenceModel
-from .interface import (ClassifierOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
+from .interface import (ClassifierOutput, TaggerOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
                         select_rows)
 from .captioner import CaptionerConfig, CaptionerOutput, ShowAttendTell
+from .cmla import CMLA, CMLAConfig, CoupledAttentionLayer
+from .featurewise import ATTENTION_POOLS, AttentionPooling, AttentionPoolingConfig
 from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .dmn import DMN, DMNConfig
@@ -37,11 +41,11 @@ from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, Po
                           Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
                           noam_schedule)
 
-__all__ = ["BiLSTMEncoder", "BiLSTMPooling", "CaptionerConfig", "CaptionerOutput", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
+__all__ = ["ATTENTION_POOLS", "AttentionPooling", "AttentionPoolingConfig", "BiLSTMEncoder", "BiLSTMPooling", "CMLA", "CMLAConfig", "CoupledAttentionLayer", "CaptionerConfig", "CaptionerOutput", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
            "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NTM", "NTMConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
-           "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step",
+           "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step", "TaggerOutput",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
            "Translation", "build", "model_name", "noam_schedule", "penalized_loss", "penalty",
            "register_model", "reverse_padded", "select_rows"]

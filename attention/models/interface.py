@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
-__all__ = ["EncoderMemory", "Encoded", "Step", "SequenceOutput", "Translation", "ClassifierOutput",
+__all__ = ["EncoderMemory", "Encoded", "Step", "SequenceOutput", "Translation", "ClassifierOutput", "TaggerOutput",
            "select_rows"]
 
 
@@ -103,3 +103,16 @@ class ClassifierOutput:
         """``(B,)`` the most probable class."""
         return self.logits.argmax(-1)
 
+
+
+@dataclass
+class TaggerOutput:
+    """What a token tagger (chapter 4's coupled multi-layer attention) returns from ``forward``:
+    one set of logits per tag set, by name, and the attention weights the chapter draws."""
+    logits: dict[str, Tensor]  # tag set -> (B, T, K) per-token scores before the softmax
+    attention: dict[str, Tensor] = field(default_factory=dict)  # name -> weights, shapes documented by the model
+
+    @property
+    def prediction(self) -> dict[str, Tensor]:
+        """tag set -> ``(B, T)`` the most probable tag of each token."""
+        return {k: v.argmax(-1) for k, v in self.logits.items()}

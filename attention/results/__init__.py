@@ -34,9 +34,15 @@ import torch
 from .. import __version__
 
 __all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
-           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference"]
+           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference", "model_path"]
 
 RESULTS_DIR = Path(__file__).parent
+
+
+def model_path(record: str, variant: str, directory: str | Path | None = None) -> Path:
+    """Where a recorded run keeps the trained seed-0 model of ``variant`` beside the record
+    ``record`` (``<directory>/models/<record>-<variant>-seed0.pt``), for a notebook's explorer."""
+    return Path(directory or RESULTS_DIR) / "models" / f"{record}-{variant}-seed0.pt"
 SCHEMA_VERSION = 1
 #: key -> (allowed types, required)
 KEYS: dict[str, tuple[tuple[type, ...], bool]] = {

@@ -23,10 +23,11 @@ from .documents import DocumentBatch, DocumentData, document_data, documents_bat
 from .qa import QABatch, QAData, babi_data
 from .spelling import SpellingData, spelling_data
 from .captions import CaptionBatch, CaptionData, digit_captions
+from .tagging import TaggingBatch, TaggingData, aspect_data
 from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                           decode_steps, ding_data, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
 
-__all__ = ["CaptionBatch", "CaptionData", "digit_captions", "SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
+__all__ = ["TaggingBatch", "TaggingData", "aspect_data", "CaptionBatch", "CaptionData", "digit_captions", "SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
            "Example", "QABatch", "QAData", "SpellingData", "babi_data", "copy_data", "document_data", "documents_batch", "spelling_data", "Task", "Translated", "TranslationData",
            "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "ding_data", "fingerprint_tokens",
            "forced_attention", "hsk_data", "join_pairs", "sentiment_data", "sequence_loss", "translate"]
