@@ -36,8 +36,8 @@ VARIANTS = {
     "uncoupled-1": {"coupled": False, "layers": 1},
 }
 COUPLED = {"seeds": [0, 1, 2], "variants": list(VARIANTS), "min_freq": 2, "silver": SILVER, "embed_dim": 64,
-           "hidden_dim": 32, "slices": 8, "rnn_dim": 32, "dropout": 0.3, "max_epochs": 20, "patience": 3,
-           "batch_size": 64, "lr": 2e-3}
+           "hidden_dim": 32, "slices": 8, "rnn_dim": 32, "dropout": 0.3, "max_epochs": 60, "patience": 3,
+           "batch_size": 64, "lr": 4e-3}
 
 
 def build_tagger(variant: str, data, recipe: dict = COUPLED, seed: int = 0):

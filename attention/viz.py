@@ -506,9 +506,12 @@ def intra_attention_figure(tokens: Sequence[str], weights, word: int = 1, title:
     return fig
 
 
-def attention_rows_figure(tokens: Sequence[str], rows, row: int = 1, title: str | None = None):
+def attention_rows_figure(tokens: Sequence[str], rows, row: int = 1, title: str | None = None,
+                          row_labels: Sequence[str] | None = None):
     """Lin et al.'s explorer frame: attention row ``row`` (counted from 1) of ``rows`` ``(R, T)`` as bars
-    over the sentence's words, above the ``R`` rows as a heatmap with the chosen one outlined."""
+    over the sentence's words, above the ``R`` rows as a heatmap with the chosen one outlined
+    (``row_labels`` names the rows; default ``row 1 … row R``). Chapter 4's explorers draw feature-wise
+    and coupled attention with it too."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
     tokens = list(tokens)
@@ -527,10 +530,13 @@ def attention_rows_figure(tokens: Sequence[str], rows, row: int = 1, title: str 
     bars.set_ylim(0, 1)
     bars.set_ylabel("weight")
     top = int(w[row - 1].argmax())
-    heading = f"row {row} of {R}: largest weight {w[row - 1, top]:.2f} on '{tokens[top]}'"
+    labels = list(row_labels) if row_labels is not None else [f"row {r}" for r in range(1, R + 1)]
+    if len(labels) != R:
+        raise ValueError(f"attention_rows_figure got {len(labels)} row labels for {R} rows")
+    heading = f"row {row} of {R}" if row_labels is None else f"{labels[row - 1]} ({row} of {R})"
+    heading += f": largest weight {w[row - 1, top]:.2f} on '{tokens[top]}'"
     bars.set_title(title + "\n" + heading if title else heading, family=_font_family([heading]), fontsize=10)
-    heatmap(w, tokens, [f"row {r}" for r in range(1, R + 1)], ax=grid, vmax=1.0, xlabel="word",
-            ylabel="attention row")
+    heatmap(w, tokens, labels, ax=grid, vmax=1.0, xlabel="word", ylabel="attention row")
     grid.add_patch(Rectangle((-0.5, row - 1.5), T, 1, fill=False, edgecolor="red", linewidth=1.5))
     return fig
 

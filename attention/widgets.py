@@ -27,13 +27,15 @@ from .captioning import build_captioner
 from .data.digits import caption
 from .data.documents import Document
 from .metrics import spearman
-from .models import (HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
+from .data.aspects import TaggedSentence
+from .models import (CMLA, AttentionPooling, AttentionPoolingConfig, CMLAConfig, HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
 from .ntm import address
 from .tasks.documents import DocumentData
 from .tasks.captions import digit_captions
 from .tasks.qa import QAData, babi_data
+from .tasks.tagging import TaggingData
 from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
                   decoding_step_figure, figure_to_png, addressing_figure, han_document_figure, head_map_figure, memory_hops_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
@@ -317,7 +319,9 @@ def _sentence_attention(model, data: ClassificationData, example, name: str) -> 
     batch = data.collate([example]).to(device)
     T = len(example.tokens)
     weights = model(*data.inputs(batch)).attention[name][0].cpu()
-    return weights[..., :T] if name == "rows" else weights[:T, :T]
+    if name == "rows":  # (R, T)
+        return weights[..., :T]
+    return weights[:T] if name == "features" else weights[:T, :T]  # (T, F) or (T, T)
 
 
 def lstmn_explorer(model=None, data=None, sentences=None, mode: str = "auto") -> Explorer:
@@ -669,3 +673,122 @@ def glimpse_explorer(models: dict | None = None, data=None, examples=None, mode:
 
 
 EXPLORERS |= {"glimpse": glimpse_explorer}
+
+
+# --- chapter 4, part 2: attention whose score is a vector; coupled aspect/opinion attention ---------
+__all__ += ["features_explorer", "coupled_explorer", "chosen_features"]
+
+
+def _demo_features():
+    """An untrained multi-dimensional attention model on the demo sentences: enough to drive the widget."""
+    data = _demo_sentiment()
+    torch.manual_seed(0)
+    return AttentionPooling(AttentionPoolingConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8,
+                                                   attention_dim=16, mlp_dim=16)), data
+
+
+def chosen_features(maps: Sequence[Tensor], n: int = 12, overlap: float = 0.5) -> list[int]:
+    """``n`` features (columns of each ``(T, F)`` map) worth showing, in increasing order: the most
+    peaked on average over ``maps`` that read *differently* -- a feature is taken only if its
+    distributions overlap (``Σ_t min(p, q)``, averaged over the maps) less than ``overlap`` with
+    every feature taken before; the rest are filled up by peakedness."""
+    peak = torch.stack([P.max(dim=0).values for P in maps]).mean(0)  # (F,)
+    order = peak.argsort(descending=True).tolist()
+
+    def shared(j: int, k: int) -> float:
+        return sum(torch.minimum(P[:, j], P[:, k]).sum().item() for P in maps) / len(maps)
+
+    taken = []
+    for k in order:
+        if len(taken) < n and all(shared(j, k) < overlap for j in taken):
+            taken.append(k)
+    taken += [k for k in order if k not in taken][:n - len(taken)]
+    return sorted(taken)
+
+
+def features_explorer(model=None, data=None, sentences=None, features: int = 12, mode: str = "auto") -> Explorer:
+    """Chapter 4: pick a sentence and a feature; see that feature's distribution over the words
+    (multi-dimensional attention gives every feature its own), above the distributions of the
+    ``features`` features shown (``viz.attention_rows_figure``). The features offered are the same
+    for every sentence: the most peaked ones on average (:func:`chosen_features`). The static page
+    holds sentences × features frames (3 × 12 by default).
+
+    Args:
+        model, data: a trained :class:`~attention.models.featurewise.AttentionPooling` with
+            ``pool="features"`` and its :class:`~attention.tasks.ClassificationData`; without them,
+            an untrained demo model on three hand-written sentences.
+        sentences: the examples offered (default: the first three test sentences of 5 to 12 words).
+    """
+    if model is None:
+        model, data = _demo_features()
+    if model.cfg.pool != "features":
+        raise ValueError(f"features_explorer needs a model with pool='features'; got pool={model.cfg.pool!r}")
+    sentences = list(sentences if sentences is not None else _short_sentences(data.test))
+    maps = {" ".join(e.tokens): (list(e.tokens), _sentence_attention(model, data, e, "features"))
+            for e in sentences}
+    shown = chosen_features([P for _, P in maps.values()], features)
+
+    def draw(sentence: str = next(iter(maps)), feature: int = shown[0]):
+        tokens, P = maps[sentence]
+        rows = P[:, shown].T  # (features, T)
+        return attention_rows_figure(tokens, rows, shown.index(feature) + 1, row_labels=[f"feature {k}" for k in shown],
+                                     title="multi-dimensional attention: one distribution per feature")
+
+    return explorer(draw, {"sentence": list(maps), "feature": shown}, mode=mode)
+
+
+#: the rows of the coupled explorer's heatmap, by name: (kind, layer counted from 1)
+def _coupled_rows(layers: int) -> dict[str, tuple[str, int]]:
+    return {f"{kind}, layer {n}": (kind, n) for n in range(1, layers + 1) for kind in ("aspect", "opinion")}
+
+
+def _demo_coupled():
+    """An untrained two-layer CMLA on the demo sentences with made-up tags: enough to drive the widget."""
+    sentences = [tuple(s.split()) for s in _DEMO_SENTENCES]
+    examples = [TaggedSentence(t, tuple(0 for _ in t)) for t in sentences]
+    data = TaggingData("aspects-demo", examples, examples, examples, Vocab.build(sentences))
+    torch.manual_seed(0)
+    return CMLA(CMLAConfig(len(data.vocab), embed_dim=16, hidden_dim=8, slices=4, rnn_dim=8)), data
+
+
+def coupled_explorer(model=None, data=None, sentences=None, mode: str = "auto") -> Explorer:
+    """Chapter 4: pick a review sentence and one of CMLA's attentions (aspect or opinion, at each
+    layer); see its weights over the words, above all of them. Each word is labelled with the tag
+    the model gives it (``A`` aspect, ``P`` opinion) and, after a slash, the silver tag, so that the
+    figure shows where the model and the rule disagree. The static page holds sentences × attentions
+    frames (3 × 4 for two layers).
+
+    Args:
+        model, data: a trained :class:`~attention.models.cmla.CMLA` and its
+            :class:`~attention.tasks.tagging.TaggingData`; without them, an untrained demo model.
+        sentences: the examples offered (default: the first three test sentences of 5 to 14 words
+            that have an aspect and an opinion).
+    """
+    if model is None:
+        model, data = _demo_coupled()
+    if sentences is None:
+        both = [e for e in data.test if 1 in e.tags and 2 in e.tags]
+        sentences = _short_sentences(both or data.test, longest=14)
+    rows = _coupled_rows(model.cfg.layers)
+    frames = {}
+    for e in sentences:
+        report = data.evaluate(model, [e])
+        attention, predicted = report["attention"][0], report["predictions"][0]
+        mark = {0: "", 1: "A", 2: "P"}
+        labels = []
+        for i, word in enumerate(e.tokens):
+            ours = "A" if predicted["aspect"][i] else "P" if predicted["opinion"][i] else ""
+            silver = mark[e.tags[i]]
+            labels.append(word + (f" [{ours or '-'}/{silver or '-'}]" if ours or silver else ""))
+        weights = torch.stack([attention[kind][n - 1] for kind, n in rows.values()])  # (2N, T)
+        frames[" ".join(e.tokens)] = (labels, weights)
+
+    def draw(sentence: str = next(iter(frames)), attention: str = next(iter(rows))):
+        labels, weights = frames[sentence]
+        return attention_rows_figure(labels, weights, list(rows).index(attention) + 1, row_labels=list(rows),
+                                     title="coupled attention; [model/silver]: A aspect, P opinion")
+
+    return explorer(draw, {"sentence": list(frames), "attention": list(rows)}, mode=mode)
+
+
+EXPLORERS |= {"features": features_explorer, "coupled": coupled_explorer}

