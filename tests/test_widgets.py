@@ -332,3 +332,47 @@ def test_glimpse_explorer_frames_follow_image_model_step_and_view():
     expected = viz.glimpse_figure(batch.images[0, 0], attention[0, 0].reshape(model.grid), words[:n], 1, None,
                                   title="hard attention, step 1")
     assert bytes(live.image.value) == viz.figure_to_png(expected)
+
+
+def test_chosen_features_are_sharp_and_read_differently():
+    P = torch.tensor([[0.95, 0.9, 0.15, 0.5],  # (T=2, F=4): features 0 and 1 read word 0, feature 2 word 1,
+                      [0.05, 0.1, 0.85, 0.5]])  # feature 3 both, least sharp
+    assert widgets.chosen_features([P], 2) == [0, 2]  # 1 overlaps 0 by 0.95, 3 overlaps 0 by 0.55
+    assert widgets.chosen_features([P], 3) == [0, 1, 2]  # filled up by sharpness: 1 (0.9) before 3 (0.5)
+    assert widgets.chosen_features([P], 9) == [0, 1, 2, 3]
+
+
+def test_features_explorer_frames_follow_sentence_and_feature():
+    model, data = widgets._demo_features()
+    e = widgets.features_explorer(model, data, data.test[:2], features=5, mode="static")
+    assert list(e.controls) == ["sentence", "feature"] and e.frames == 2 * 5
+    shown = [o[1] for o in e.controls["feature"].options]
+    P = widgets._sentence_attention(model, data, data.test[1], "features")  # (T, F)
+    torch.testing.assert_close(P.sum(0), torch.ones(P.shape[1]))
+    leaf = e.widget.children[1].children[1].children[2]  # second sentence, third feature shown
+    expected = viz.attention_rows_figure(list(data.test[1].tokens), P[:, shown].T, 3,
+                                         row_labels=[f"feature {k}" for k in shown],
+                                         title="multi-dimensional attention: one distribution per feature")
+    assert bytes(leaf.value) == viz.figure_to_png(expected)
+    scalar = dataclasses.replace(model.cfg, pool="scalar")
+    with pytest.raises(ValueError, match="pool='features'"):
+        widgets.features_explorer(type(model)(scalar), data, mode="live")
+
+
+def test_coupled_explorer_frames_follow_sentence_and_attention():
+    model, data = widgets._demo_coupled()
+    e = widgets.coupled_explorer(model, data, data.test[:2], mode="static")
+    rows = ["aspect, layer 1", "opinion, layer 1", "aspect, layer 2", "opinion, layer 2"]
+    assert list(e.controls) == ["sentence", "attention"] and e.frames == 2 * 4
+    assert [o[1] for o in e.controls["attention"].options] == rows
+    report = data.evaluate(model, [data.test[0]])
+    a = report["attention"][0]
+    weights = torch.stack([a["aspect"][0], a["opinion"][0], a["aspect"][1], a["opinion"][1]])
+    leaf = e.widget.children[1].children[0].children[3]  # first sentence, opinion at layer 2
+    predicted = report["predictions"][0]
+    labels = [w + (f" [{'A' if predicted['aspect'][i] else 'P' if predicted['opinion'][i] else '-'}/-]"
+                   if predicted["aspect"][i] or predicted["opinion"][i] else "")
+              for i, w in enumerate(data.test[0].tokens)]
+    expected = viz.attention_rows_figure(labels, weights, 4, row_labels=rows,
+                                         title="coupled attention; [model/silver]: A aspect, P opinion")
+    assert bytes(leaf.value) == viz.figure_to_png(expected)

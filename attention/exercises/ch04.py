@@ -1,4 +1,4 @@
-"""Chapter 4 (``book/04-scores.md``): score functions, the √d scaling, temperature.
+"""Chapter 4 (``book/04-scores.md``): score functions, the √d scaling, feature-wise and coupled attention.
 
 Each checker compares the reader's answer with what :mod:`attention.scores` and
 :mod:`attention.functional` compute, and says why a wrong answer is wrong.
@@ -11,10 +11,11 @@ from typing import Any
 import torch
 
 from ..functional import masked_softmax
+from ..models.cmla import CoupledAttentionLayer
 from ..scores import make_score
 from .base import Verdict, exercise, right, wrong
 
-__all__ = ["DIM_41", "QUERY_43", "KEYS_43", "SCORES_44", "TEMPERATURES_44", "QUERY_DIM_45", "MAX_LEN_45"]
+__all__ = ["DIM_41", "QUERY_43", "KEYS_43", "DIM_45", "SLICES_45"]
 
 
 # 4.1 -------------------------------------------------------------------------------------------
@@ -158,70 +159,93 @@ def dot_vs_cosine(answer: Any) -> Verdict:
 
 # 4.4 -------------------------------------------------------------------------------------------
 
-SCORES_44 = [2.0, 1.0, 0.5, 0.0]  # the scores of exercise 4.4; the best key is the first
-TEMPERATURES_44 = [2.0, 1.0, 0.5, 0.3, 0.2, 0.1]  # the temperatures to choose from
-THRESHOLD_44 = 0.9
+
+def _pool_solution(x, scores, keep):
+    P = masked_softmax(scores, keep[:, :, None], dim=1)  # (B, T, F): over the positions, per feature
+    return (P * x).sum(1), P
 
 
-def _best_weight(T: float) -> float:
-    e = torch.tensor(SCORES_44, dtype=torch.float64) / T  # (S,)
-    return masked_softmax(e).max().item()
+def _pool_over_features(x, scores, keep):  # the typical slip: a softmax over the features
+    P = masked_softmax(scores, keep[:, :, None], dim=-1)
+    return (P * x).sum(1), P
 
 
-def _largest_sharp_enough() -> float:
-    return max(T for T in TEMPERATURES_44 if _best_weight(T) > THRESHOLD_44)
+def _pool_case(g: torch.Generator, features: bool):
+    B, T, E = 3, 5, 4
+    x = torch.randn(B, T, E, generator=g)
+    scores = torch.randn(B, T, E if features else 1, generator=g)
+    keep = torch.arange(T)[None] < torch.tensor([5, 3, 1])[:, None]  # (B, T) True = a real word
+    return x, scores, keep
 
 
-@exercise("4.4", "A temperature sharp enough", solution=_largest_sharp_enough, wrong_answer=lambda: 0.5)
-def temperature(answer: Any) -> Verdict:
-    try:
-        T = float(answer)
-    except (TypeError, ValueError):
-        return wrong(f"answer with one temperature from {TEMPERATURES_44}; got {answer!r}")
-    if not any(abs(T - t) < 1e-9 for t in TEMPERATURES_44):
-        return wrong(f"choose T from the list {TEMPERATURES_44}")
-    best = _largest_sharp_enough()
-    weight = _best_weight(T)
-    if T == best:
-        return right(f"at T = {T:g} the best key gets {weight:.3f} > {THRESHOLD_44}; at the next larger T in the "
-                     f"list it gets {_best_weight(min(t for t in TEMPERATURES_44 if t > T)):.3f}. "
-                     f"Dividing the scores by a smaller T widens their gaps and sharpens the softmax")
-    if weight <= THRESHOLD_44:
-        direction = (" A temperature above 1 flattens the softmax: go the other way." if T > 1 else
-                     " Lower T further: dividing by a smaller T widens the gaps between the scores.")
-        return wrong(f"at T = {T:g} the best key gets only {weight:.3f}, not more than {THRESHOLD_44}." + direction)
-    return wrong(f"T = {T:g} works (the best key gets {weight:.3f}), but a larger temperature in the list "
-                 f"works too: the question asks for the largest, the mildest sharpening that suffices")
+@exercise("4.4", "Feature-wise pooling", solution=lambda: _pool_solution, wrong_answer=lambda: _pool_over_features)
+def feature_pooling(f: Any) -> Verdict:
+    if not callable(f):
+        return wrong(f"answer with a function f(x, scores, keep) -> (s, P); got {f!r}")
+    g = torch.Generator().manual_seed(4)
+    for features in (True, False):
+        x, scores, keep = _pool_case(g, features)
+        try:
+            out = f(x, scores, keep)
+            s, P = out
+        except Exception as e:  # the reader's code: say what went wrong, do not crash the notebook
+            return wrong(f"calling f(x {tuple(x.shape)}, scores {tuple(scores.shape)}, keep {tuple(keep.shape)}) "
+                         f"failed or did not return (s, P): {type(e).__name__}: {e}")
+        s_ref, P_ref = _pool_solution(x, scores, keep)
+        what = "one score per feature" if features else "one score per word, shared by the features"
+        if tuple(P.shape) != tuple(P_ref.shape) or tuple(s.shape) != tuple(s_ref.shape):
+            return wrong(f"with {what}: P should have shape {tuple(P_ref.shape)} and s {tuple(s_ref.shape)}; "
+                         f"yours have {tuple(P.shape)} and {tuple(s.shape)}")
+        if not torch.allclose(P, P_ref, atol=1e-5):
+            if torch.allclose(P.sum(-1), torch.ones_like(P.sum(-1)), atol=1e-4) and features:
+                return wrong("each word's weights sum to 1 over the features: the softmax runs over the wrong "
+                             "dimension. Multi-dimensional attention normalises every feature over the positions "
+                             "(dim=1), so each column P[:, :, k] is a distribution over the words")
+            if bool((P.masked_select(~keep[:, :, None].expand_as(P)) != 0).any()):
+                return wrong("padding gets weight: mask the positions where keep is False before the softmax "
+                             "(the package's masked_softmax takes keep[:, :, None])")
+            return wrong(f"with {what}: your weights differ from the package's by up to "
+                         f"{(P - P_ref).abs().max().item():.3g}")
+        if not torch.allclose(s, s_ref, atol=1e-5):
+            return wrong("the weights are right but s is not: s_k = Σ_i P[i, k] x[i, k], a sum over the positions")
+    return right("your s and P equal MultiDimensionalAttention's for per-feature scores and for one shared score: "
+                 "every feature normalised over the real words, padding exactly 0, and the (B, T, 1) case is scalar "
+                 "attention by broadcasting")
 
 
 # 4.5 -------------------------------------------------------------------------------------------
 
-QUERY_DIM_45 = 8  # E_q of exercise 4.5
-MAX_LEN_45 = 5  # S_max of exercise 4.5
+DIM_45 = 64  # D, the size of h_i in exercise 4.5
+SLICES_45 = 8  # K, the slices of each interaction tensor
 
 
-def _location_parameters() -> int:
-    score = make_score("location", query_dim=QUERY_DIM_45, max_len=MAX_LEN_45)
-    return sum(p.numel() for p in score.parameters())
+def _tensor_sizes_45() -> tuple[int, int]:
+    sizes = []
+    for coupled in (True, False):
+        layer = CoupledAttentionLayer(DIM_45, SLICES_45, rnn_dim=4, coupled=coupled)
+        sizes.append(layer.G.numel() + (layer.D.numel() if layer.D is not None else 0))
+    return sizes[0], sizes[1]
 
 
-@exercise("4.5", "The location score's parameters", solution=_location_parameters,
-          wrong_answer=lambda: MAX_LEN_45 * (QUERY_DIM_45 + 1))
-def location_parameters(answer: Any) -> Verdict:
+@exercise("4.5", "What the coupling costs", solution=_tensor_sizes_45,
+          wrong_answer=lambda: (2 * SLICES_45 * DIM_45 ** 2, SLICES_45 * DIM_45 ** 2))
+def coupling_cost(answer: Any) -> Verdict:
     try:
-        got = float(answer)
+        coupled, uncoupled = (int(a) for a in answer)
     except (TypeError, ValueError):
-        return wrong(f"answer with a number of parameters; got {answer!r}")
-    n = _location_parameters()
-    if got == n:
-        return right(f"W_a is S_max × E_q = {MAX_LEN_45} × {QUERY_DIM_45} = {n}: one row per source position, "
-                     f"and a_t = softmax(W_a h_t) (Luong et al., Eq. 9) has no bias")
-    if got == MAX_LEN_45 * (QUERY_DIM_45 + 1):
-        return wrong(f"{got:g} counts a bias per position; Luong's Eq. 9, a_t = softmax(W_a h_t), has none")
-    if got == QUERY_DIM_45 * QUERY_DIM_45:
-        return wrong("W_a does not compare the query with keys: it maps the query to one score per "
-                     "source position, so its shape is (S_max, E_q)")
-    if got == 0:
-        return wrong("the location score has no keys to compare with, so it needs a learned matrix: W_a")
-    return wrong(f"{got:g} is not it: count the entries of W_a, which maps h_t (size E_q) to one score per "
-                 f"source position (S_max of them)")
+        return wrong(f"answer with a pair of counts (coupled, uncoupled); got {answer!r}")
+    want = _tensor_sizes_45()
+    K, D = SLICES_45, DIM_45
+    if (coupled, uncoupled) == want:
+        return right(f"coupled: G^a, G^p, D^a, D^p, four K × D × D tensors = 4·{K}·{D}² = {want[0]:,}; uncoupled: "
+                     f"only G^a and G^p, {want[1]:,}. The coupling doubles the interaction parameters (and the "
+                     f"width of β, 2K instead of K)")
+    if (coupled, uncoupled) == (2 * K * D * D, K * D * D):
+        return wrong("that is one kind of term only: aspects and opinions each have their own tensors "
+                     "(G^a and G^p, D^a and D^p)")
+    if (coupled, uncoupled) == (uncoupled * 2, uncoupled) and uncoupled in (K * D, 2 * K * D):
+        return wrong("each slice of a tensor is a D × D matrix (h_iᵀ G_k u is a bilinear form), not a vector")
+    if (coupled, uncoupled) == (want[1], want[0]):
+        return wrong("the two are swapped: which model has the cross tensors D^a and D^p?")
+    return wrong(f"count the entries of G^a, G^p (and D^a, D^p when coupled): each is K × D × D = "
+                 f"{K} × {D} × {D}")
