@@ -31,7 +31,7 @@ from .device import setup
 from .experiments import fit
 from .hard import flat_gradient, gradient_spread_summary, gradient_variance
 from .models import build
-from .results import RESULTS_DIR, PartialRuns, mean_sd, record_result
+from .results import PartialRuns, mean_sd, model_path, record_result
 from .tasks.captions import CaptionData, alignment_hit, digit_captions
 
 __all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "run_captions",
@@ -111,7 +111,7 @@ def _data(recipe: dict) -> CaptionData:
 
 def captioner_path(attention: str, directory: str | Path | None = None) -> Path:
     """Where the run of ``attention`` with seed 0 keeps its trained model (the notebook's explorer reads it)."""
-    return Path(directory or RESULTS_DIR) / "models" / f"captions-{attention}-seed0.pt"
+    return model_path("captions", attention, directory)
 
 
 def _run(data: CaptionData, attention: str, seed: int, device, directory=None) -> dict:

@@ -29,7 +29,7 @@ from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
 from .models import build
-from .results import RESULTS_DIR, PartialRuns, load_result, mean_sd, record_result
+from .results import RESULTS_DIR, PartialRuns, load_result, mean_sd, model_path, record_result
 from .tasks.copy import copy_data
 from .tasks.qa import babi_data, gate_supervision_loss
 
@@ -150,7 +150,7 @@ def _run_dmn(data, arm: str, passes: int, seed: int, device) -> dict:
 
 def copy_model_path(kind: str, directory: str | Path | None = None) -> Path:
     """Where the copy run of ``kind`` with seed 0 keeps its trained model (the notebook draws its heads)."""
-    return Path(directory or RESULTS_DIR) / "models" / f"ntm-copy-{kind}-seed0.pt"
+    return model_path("ntm-copy", kind, directory)
 
 
 def _run_copy(data, kind: str, seed: int, device, directory=None) -> dict:
