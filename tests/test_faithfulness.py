@@ -1,0 +1,107 @@
+"""Faithfulness tests of attention (attention/faithfulness.py): running a pooling classifier with
+other weights, the perturbations, adversarial weights, input × gradient."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention import faithfulness as fa
+from attention.models import AttentionPooling, AttentionPoolingConfig
+from attention.tasks import ClassificationData, Example
+from attention.data import Vocab
+
+
+def model_and_batch(device, pool="scalar"):
+    torch.manual_seed(0)
+    model = AttentionPooling(AttentionPoolingConfig(20, 2, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8,
+                                                    pool=pool)).to(device).eval()
+    tokens = torch.randint(1, 20, (3, 6), device=device)
+    lengths = torch.tensor([6, 3, 1], device=device)
+    tokens = tokens.masked_fill(torch.arange(6, device=device)[None] >= lengths[:, None], 0)
+    return model, tokens, lengths
+
+
+@pytest.mark.parametrize("pool", ["scalar", "features"])
+def test_own_weights_give_the_models_own_logits(device, pool):
+    model, tokens, lengths = model_and_batch(device, pool)
+    out = model(tokens, lengths)
+    torch.testing.assert_close(fa.logits_with_weights(model, tokens, lengths, out.attention["features"]), out.logits)
+
+
+def test_weights_are_checked(device):
+    model, tokens, lengths = model_and_batch(device)
+    good = fa.uniform(torch.zeros(3, 6, 1, device=device), lengths)
+    with pytest.raises(ValueError, match=r"weights must be \(B, T, F\)"):
+        fa.logits_with_weights(model, tokens, lengths, good[:, :5])
+    bad = good.clone()
+    bad[1, 4] = 0.1
+    with pytest.raises(ValueError, match="zero on padding"):
+        fa.logits_with_weights(model, tokens, lengths, bad)
+    with pytest.raises(ValueError, match="sum to 1"):
+        fa.logits_with_weights(model, tokens, lengths, good * 2)
+
+
+def test_perturbations_keep_distributions_over_the_real_words(device):
+    _, _, lengths = model_and_batch(device)
+    w = torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.0, 0.0]], device=device)[:, :, None]  # (1, T, 1)
+    n = torch.tensor([4], device=device)
+    p = fa.permuted(w, n, torch.Generator().manual_seed(1))
+    assert sorted(p[0, :4, 0].tolist()) == pytest.approx([0.1, 0.2, 0.3, 0.4]) and (p[0, 4:] == 0).all()
+    torch.testing.assert_close(fa.uniform(w, n)[0, :, 0], torch.tensor([0.25] * 4 + [0, 0], device=device))
+    torch.testing.assert_close(fa.without_top(w, n)[0, :, 0],
+                               torch.tensor([1 / 6, 2 / 6, 3 / 6, 0, 0, 0], device=device))
+    one = torch.tensor([[1.0, 0.0]], device=device)[:, :, None]
+    torch.testing.assert_close(fa.without_top(one, torch.tensor([1], device=device)), one)  # nothing else to read
+
+
+def test_distances_by_hand():
+    p, q = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    assert fa.tvd(p, q).item() == 1.0 and fa.tvd(p, p).item() == 0.0
+    assert fa.jsd(p, q).item() == pytest.approx(math.log(2)) and fa.jsd(p, p).item() == pytest.approx(0.0)
+
+
+def test_adversarial_weights_move_far_but_keep_the_output(device):
+    model, tokens, lengths = model_and_batch(device)
+    with torch.no_grad():
+        out = model(tokens, lengths)
+    w = out.attention["features"]
+    adv = fa.adversarial(model, tokens, lengths, w, eps=0.02, steps=60)
+    real = torch.arange(6, device=device)[None, :, None] < lengths[:, None, None]
+    assert (adv.masked_select(~real.expand_as(adv)) == 0).all()
+    torch.testing.assert_close(adv.sum(1), torch.ones(3, 1, device=device))
+    with torch.no_grad():
+        moved = fa.tvd(F.softmax(fa.logits_with_weights(model, tokens, lengths, adv), -1), F.softmax(out.logits, -1))
+    assert (moved <= 0.02 + 1e-6).all()
+    assert fa.jsd(adv, w, dim=1).mean() > 0.05  # it found something different
+    assert fa.jsd(adv[2:], w[2:], dim=1).item() == pytest.approx(0.0, abs=1e-6)  # one word: nothing to move
+
+
+def test_input_x_gradient_by_hand(device):
+    model, tokens, lengths = model_and_batch(device)
+    attribution = fa.input_x_gradient(model, tokens, lengths)
+    assert attribution.shape == (3, 6) and (attribution[1, 3:] == 0).all() and (attribution >= 0).all()
+    # the same for sentence 0 with autograd directly on its embeddings
+    x = model.encoder.embed(tokens[:1]).detach().requires_grad_(True)
+    states, _ = model.encoder.rnn(x)
+    s, _ = model.attention(states)
+    z = model.classify(s)[0]
+    z[z.argmax()].backward()
+    torch.testing.assert_close(attribution[0], (x * x.grad).sum(-1).abs()[0])
+    agree = fa.attribution_agreement(torch.rand(3, 6, 1, device=device), attribution, lengths)
+    assert len(agree) == 3 and agree[2] is None and all(-1 <= r <= 1 for r in agree[:2])
+
+
+def test_perturbation_report_on_a_tiny_set():
+    words = ["good", "bad", "film", "the"]
+    examples = [Example(tuple(words[(i + j) % 4] for j in range(2 + i % 3)), i % 2) for i in range(12)]
+    data = ClassificationData("tiny", examples, examples, examples, Vocab.build([e.tokens for e in examples]),
+                              ["a", "b"])
+    torch.manual_seed(0)
+    model = AttentionPooling(AttentionPoolingConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=6, attention_dim=5,
+                                                    mlp_dim=8, pool="scalar"))
+    report = fa.perturbation_report(model, data, examples, batch_size=5)
+    assert report["n"] == 12 and set(report) >= {"permuted", "uniform", "without top", "adversarial"}
+    assert all(0 <= report[k]["flip_rate"] <= 1 and 0 <= report[k]["tvd"] <= 1 for k in ("permuted", "uniform"))
+    assert report["adversarial"]["tvd"] <= report["eps"] + 1e-6 and 0 <= report["adversarial"]["jsd"] <= math.log(2)
+    assert -1 <= report["attention_vs_gradient"]["spearman"] <= 1
