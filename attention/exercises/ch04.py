@@ -187,6 +187,8 @@ def feature_pooling(f: Any) -> Verdict:
         x, scores, keep = _pool_case(g, features)
         try:
             out = f(x, scores, keep)
+            if out is None:
+                return wrong("no answer yet: f returns nothing; write its body and return (s, P)")
             s, P = out
         except Exception as e:  # the reader's code: say what went wrong, do not crash the notebook
             return wrong(f"calling f(x {tuple(x.shape)}, scores {tuple(scores.shape)}, keep {tuple(keep.shape)}) "
