@@ -12,6 +12,7 @@
     python -m attention captions                 # chapter 8: soft vs hard vs Gumbel attention; 3 seeds
     python -m attention multidim                 # chapter 4: multi-dimensional vs scalar attention vs mean pooling; 3 seeds
     python -m attention coupled                  # chapter 4: coupled vs uncoupled, 1 vs 2 attention layers (CMLA); 3 seeds
+    python -m attention faithfulness             # chapter 10: do attention weights explain? perturbations, adversaries; 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -22,7 +23,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import captioning, comparison, coupled, hierarchical, intra, memory, multidim, nested
+from . import captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -38,6 +39,7 @@ RESUMABLE = {
     "captions": (captioning.captions_status, captioning.run_captions),
     "multidim": (multidim.multidim_status, multidim.run_multidim),
     "coupled": (coupled.coupled_status, coupled.run_coupled),
+    "faithfulness": (evaluation.faithfulness_status, evaluation.run_faithfulness),
 }
 
 
@@ -79,8 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("coupled", help="chapter 4: coupled multi-layer attention for aspect and opinion terms")
     cp.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     cp.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    fa = sub.add_parser("faithfulness", help="chapter 10: perturbed and adversarial attention weights, input x gradient")
+    fa.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    fa.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, res):
+    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, fa, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 

@@ -1,0 +1,87 @@
+"""Chapter 10's recorded run on faithfulness: do the attention weights of a trained classifier
+explain its decisions? (:mod:`attention.faithfulness`; Jain & Wallace 2019, Wiegreffe & Pinter 2019.)
+
+    python -m attention faithfulness            # 2 attention poolings x 3 seeds, resumable
+    python -m attention faithfulness --status   # the runs done and missing
+
+The classifiers are chapter 4's BiLSTM pooled by scalar and by multi-dimensional attention
+(:mod:`attention.multidim`'s recipe, VADER's rated movie sentences), trained until the validation
+accuracy stops improving. On every test sentence each run measures how far the output moves when
+the weights are permuted, made uniform, stripped of their largest entry, or replaced by adversarial
+weights that keep the output within ``eps``; and how the weights rank the words against input ×
+gradient.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .device import setup
+from .experiments import fit
+from .faithfulness import perturbation_report
+from .intra import _count, build_intra
+from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
+from .results import PartialRuns, mean_sd, record_result
+from .tasks.classification import sentiment_data
+
+__all__ = ["FAITHFULNESS", "run_faithfulness", "faithfulness_status"]
+
+FAITHFULNESS = {**{k: MULTIDIM[k] for k in ("corpus", "min_freq", "embed_dim", "hidden_dim", "attention_dim",
+                                            "dropout", "max_epochs", "patience", "batch_size", "lr")},
+                "seeds": [0, 1, 2], "variants": ["scalar", "features"], "eps": 0.01}
+
+PERTURBATIONS = ("permuted", "uniform", "without top", "adversarial")
+
+
+def _run(variant: str, data, recipe: dict, seed: int, device) -> dict:
+    setup(seed)
+    model = build_intra(variant, data, recipe["hidden_dim"], recipe, seed, variants=MULTIDIM_VARIANTS).to(device)
+    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
+                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    report = perturbation_report(model, data, data.test, eps=recipe["eps"], seed=seed)
+    return {"accuracy": data.evaluate(model)["accuracy"], "best_epoch": history.best_epoch,
+            "epochs_run": len(history.epochs), "train_seconds": round(history.seconds, 1), "parameters": _count(model),
+            **{k: report[k] for k in PERTURBATIONS}, "attention_vs_gradient": report["attention_vs_gradient"]}
+
+
+def _keys(recipe: dict) -> list[str]:
+    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
+
+
+def faithfulness_status(directory: str | Path | None = None) -> dict[str, list[str]]:
+    done = PartialRuns("faithfulness", FAITHFULNESS, directory)
+    keys = _keys(FAITHFULNESS)
+    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+
+
+def run_faithfulness(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
+    """Train and measure what is missing; write and return the record ``faithfulness`` once every
+    run is done (else None)."""
+    recipe, device = FAITHFULNESS, setup(0)
+    done = PartialRuns("faithfulness", recipe, directory)
+    data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
+    keys = _keys(recipe)
+    for key in reversed(keys) if reverse else keys:
+        if key in done:
+            continue
+        variant, seed = key.split("/seed")
+        row = _run(variant, data, recipe, int(seed), device)
+        done.add(key, row)
+        if progress:
+            print(key, {k: v for k, v in row.items()}, flush=True)
+    if any(k not in done for k in keys):
+        return None
+    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
+    summary = {}
+    for v in recipe["variants"]:
+        rows = [r for r in runs if r["variant"] == v]
+        cell = {m: mean_sd([r[m] for r in rows]) for m in ("accuracy", "best_epoch", "epochs_run")}
+        for p in PERTURBATIONS:
+            cell[p] = {m: mean_sd([r[p][m] for r in rows]) for m in rows[0][p]}
+        cell["attention_vs_gradient"] = mean_sd([r["attention_vs_gradient"]["spearman"] for r in rows])
+        cell |= {"parameters": rows[0]["parameters"], "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+        summary[v] = cell
+    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test)}
+    return record_result("faithfulness", command="python -m attention faithfulness", recipe=recipe,
+                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary, "runs": runs},
+                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
+                         notes="wall_seconds adds up the training time of every run (the measurements are not in it)")
