@@ -105,3 +105,21 @@ def test_perturbation_report_on_a_tiny_set():
     assert all(0 <= report[k]["flip_rate"] <= 1 and 0 <= report[k]["tvd"] <= 1 for k in ("permuted", "uniform"))
     assert report["adversarial"]["tvd"] <= report["eps"] + 1e-6 and 0 <= report["adversarial"]["jsd"] <= math.log(2)
     assert -1 <= report["attention_vs_gradient"]["spearman"] <= 1
+
+
+def test_run_faithfulness_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
+    from attention import evaluation, results
+    from attention.tasks import sentiment_data
+
+    full = sentiment_data("vader")
+    small = type(full)(full.name, full.train[:60], full.valid[:20], full.test[:20], full.vocab, full.labels, full.seed)
+    monkeypatch.setattr(evaluation, "sentiment_data", lambda *a, **k: small)
+    monkeypatch.setattr(evaluation, "FAITHFULNESS", evaluation.FAITHFULNESS | {
+        "seeds": [0], "max_epochs": 1, "hidden_dim": 8, "embed_dim": 8, "attention_dim": 8})
+    assert evaluation.faithfulness_status(tmp_path)["done"] == []
+    record = evaluation.run_faithfulness(tmp_path)
+    cell = record["metrics"]["summary"]["features"]
+    assert set(cell) >= {"permuted", "uniform", "without top", "adversarial", "attention_vs_gradient", "accuracy"}
+    assert cell["adversarial"]["tvd"]["mean"] <= evaluation.FAITHFULNESS["eps"] + 1e-6
+    assert results.load_result("faithfulness", tmp_path)["command"] == "python -m attention faithfulness"
+    assert evaluation.faithfulness_status(tmp_path)["missing"] == []
