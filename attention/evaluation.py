@@ -9,21 +9,24 @@ The classifiers are chapter 4's BiLSTM pooled by scalar and by multi-dimensional
 accuracy stops improving. On every test sentence each run measures how far the output moves when
 the weights are permuted, made uniform, stripped of their largest entry, or replaced by adversarial
 weights that keep the output within ``eps``; and how the weights rank the words against input ×
-gradient.
+gradient. The seed-0 scalar classifier is kept beside the record (:func:`attention.results.model_path`)
+for the chapter's explorer.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
+from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
 from .faithfulness import perturbation_report
 from .intra import _count, build_intra
 from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
-from .results import PartialRuns, mean_sd, record_result
+from .results import PartialRuns, mean_sd, model_path, record_result
 from .tasks.classification import sentiment_data
 
-__all__ = ["FAITHFULNESS", "run_faithfulness", "faithfulness_status"]
+__all__ = ["FAITHFULNESS", "train_classifier", "run_faithfulness", "faithfulness_status"]
 
 FAITHFULNESS = {**{k: MULTIDIM[k] for k in ("corpus", "min_freq", "embed_dim", "hidden_dim", "attention_dim",
                                             "dropout", "max_epochs", "patience", "batch_size", "lr")},
@@ -32,11 +35,19 @@ FAITHFULNESS = {**{k: MULTIDIM[k] for k in ("corpus", "min_freq", "embed_dim", "
 PERTURBATIONS = ("permuted", "uniform", "without top", "adversarial")
 
 
-def _run(variant: str, data, recipe: dict, seed: int, device) -> dict:
+def train_classifier(variant: str, data, recipe: dict, seed: int, device):
+    """The classifier of ``variant`` trained as the recorded run trains it: ``(model, history)``."""
     setup(seed)
     model = build_intra(variant, data, recipe["hidden_dim"], recipe, seed, variants=MULTIDIM_VARIANTS).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"])
+    return model, history
+
+
+def _run(variant: str, data, recipe: dict, seed: int, device, directory=None) -> dict:
+    model, history = train_classifier(variant, data, recipe, seed, device)
+    if seed == 0 and variant == "scalar":
+        save_checkpoint(model_path("faithfulness", variant, directory), copy.deepcopy(model).cpu(), recipe=recipe)
     report = perturbation_report(model, data, data.test, eps=recipe["eps"], seed=seed)
     return {"accuracy": data.evaluate(model)["accuracy"], "best_epoch": history.best_epoch,
             "epochs_run": len(history.epochs), "train_seconds": round(history.seconds, 1), "parameters": _count(model),
@@ -64,7 +75,7 @@ def run_faithfulness(directory: str | Path | None = None, progress: bool = False
         if key in done:
             continue
         variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, int(seed), device)
+        row = _run(variant, data, recipe, int(seed), device, directory)
         done.add(key, row)
         if progress:
             print(key, {k: v for k, v in row.items()}, flush=True)
