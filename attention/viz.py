@@ -817,3 +817,28 @@ def canvases_figure(images, captions: Sequence[Sequence[str]], boxes=None, grid:
         ax.set_yticks([])
         ax.set_xlabel(" ".join(captions[i]), fontsize=10)
     return fig
+
+
+# --- Chapter 11: the recorded results -------------------------------------------------------
+__all__ += ["results_figure"]
+
+
+def results_figure(rows: Sequence[dict], title: str | None = None):
+    """One record of the leaderboard (:func:`attention.leaderboard.leaderboard` rows of one record)
+    as horizontal bars, mean ± sd over the seeds, grey for models without attention, orange with."""
+    from matplotlib.figure import Figure
+    rows = list(rows)
+    if not rows:
+        raise ValueError("results_figure needs at least one row")
+    n = len(rows)
+    fig = Figure(figsize=(6.4, 0.9 + 0.32 * n), layout="constrained")
+    ax = fig.subplots()
+    means = [r["mean"] for r in rows]
+    errors = [r["sd"] or 0.0 for r in rows]
+    colours = ["tab:orange" if r["attention"] else "tab:gray" for r in rows]
+    ax.barh(range(n), means, xerr=errors, color=colours, capsize=3)
+    ax.set_yticks(range(n), [r["entry"][:40] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{rows[0]['metric']} (mean ± sd over {rows[0]['n']} seeds; grey: no attention)")
+    ax.set_title(title or rows[0]["record"], fontsize=10)
+    return fig

@@ -28,6 +28,7 @@ from .data.digits import caption
 from .data.documents import Document
 from .metrics import spearman
 from .data.aspects import TaggedSentence
+from .leaderboard import leaderboard
 from .faithfulness import adversarial, logits_with_weights, permuted, uniform, without_top
 from .models import (CMLA, AttentionPooling, AttentionPoolingConfig, CMLAConfig, HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
@@ -40,7 +41,7 @@ from .tasks.tagging import TaggingData
 from .tasks.spelling import Misspelt, SpellingData
 from .viz import (DOCUMENT_VIEWS, HEAD_KINDS, LOCAL_EXPLORER_CONTROLS, SCORE_EXPLORER_CONTROLS, attention_rows_figure,
                   decoding_step_figure, figure_to_png, addressing_figure, han_document_figure, head_map_figure, memory_hops_figure, nested_attention_figure, intra_attention_figure, local_window_figure,
-                  score_weights_figure, glimpse_figure)
+                  score_weights_figure, glimpse_figure, results_figure)
 
 __all__ = ["Explorer", "explorer", "score_explorer", "decoding_explorer", "local_explorer", "head_explorer",
            "EXPLORERS", "glimpse_explorer"]
@@ -845,3 +846,30 @@ def faithfulness_explorer(model=None, data=None, sentences=None, eps: float = 0.
 
 
 EXPLORERS |= {"faithfulness": faithfulness_explorer}
+
+
+# --- chapter 11: every recorded comparison ------------------------------------------------------
+__all__ += ["results_explorer"]
+
+
+def results_explorer(rows: Sequence[dict] | None = None, mode: str = "auto") -> Explorer:
+    """Chapter 11: pick a recorded comparison of the book and see its models' headline metric, mean
+    ± sd over the seeds, models without attention in grey (``viz.results_figure``). One frame per
+    record of the leaderboard.
+
+    Args:
+        rows: leaderboard rows (default: :func:`attention.leaderboard.leaderboard` of the package's
+            registry).
+    """
+    rows = list(leaderboard() if rows is None else rows)
+    by_record: dict[str, list] = {}
+    for r in rows:
+        by_record.setdefault(r["record"], []).append(r)
+
+    def draw(record: str = next(iter(by_record))):
+        return results_figure(by_record[record], title=f"{record}\n{by_record[record][0]['command']}")
+
+    return explorer(draw, {"record": list(by_record)}, mode=mode)
+
+
+EXPLORERS |= {"results": results_explorer}

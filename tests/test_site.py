@@ -40,7 +40,8 @@ EXPLORER_PAGE = "notebooks/04-scores.html"
 EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/04b-coupled-attention.html", "notebooks/03-bahdanau.html", "notebooks/06-transformer.html",
                   "notebooks/05-hierarchical.html", "notebooks/05b-nested-attention.html",
                   "notebooks/06b-intra-attention.html", "notebooks/07-memory.html", "notebooks/08-soft-hard.html",
-                  "notebooks/09-global-local.html", "notebooks/10-evaluation.html"]
+                  "notebooks/09-global-local.html", "notebooks/10-evaluation.html",
+                  "notebooks/11-closing.html"]
 SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
 # A page with exercise solutions folded away (``:class: dropdown`` admonitions, sphinx-togglebutton).
 SOLUTION_PAGE = "book/01-preface.html"
