@@ -23,7 +23,7 @@ from .data.aspects import SILVER, load_aspect_check, load_silver_aspects, silver
 from .device import setup
 from .experiments import fit
 from .models import build
-from .results import PartialRuns, mean_sd, model_path, record_result
+from .results import PartialRuns, mean_sd, model_path, pieces_status, record_result, run_missing, variant_seed_keys
 from .tasks.tagging import KIND_TAGS, aspect_data
 
 __all__ = ["COUPLED", "PAPER", "VARIANTS", "build_tagger", "attention_on_terms", "run_coupled", "coupled_status"]
@@ -89,34 +89,19 @@ def _run(variant: str, data, recipe: dict, seed: int, device, directory=None) ->
     return row
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
-
-
 def coupled_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = PartialRuns("coupled-attention", COUPLED, directory)
-    return {"done": [k for k in _keys(COUPLED) if k in done], "missing": [k for k in _keys(COUPLED) if k not in done]}
+    return pieces_status(PartialRuns("coupled-attention", COUPLED, directory), variant_seed_keys(COUPLED))
 
 
 def run_coupled(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
     """Train what is missing (``reverse``: from the last run backwards, for a second process);
     write and return the record ``coupled-attention`` once every run is done (else None)."""
     recipe, device = COUPLED, setup(0)
-    done = PartialRuns("coupled-attention", recipe, directory)
     data = aspect_data(seed=0, min_freq=recipe["min_freq"])
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, int(seed), device, directory)
-        done.add(key, row)
-        if progress:
-            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()
-                        if k != "attention_on_terms"}, flush=True)
-    if any(k not in done for k in keys):
+    runs = run_missing(PartialRuns("coupled-attention", recipe, directory), variant_seed_keys(recipe),
+                       lambda v, seed: _run(v, data, recipe, seed, device, directory), progress, reverse)
+    if runs is None:
         return None
-    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
     summary = {}
     for v in recipe["variants"]:
         rows = [r for r in runs if r["variant"] == v]

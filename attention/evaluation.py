@@ -23,7 +23,7 @@ from .experiments import fit
 from .faithfulness import perturbation_report
 from .intra import _count, build_intra
 from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
-from .results import PartialRuns, mean_sd, model_path, record_result
+from .results import PartialRuns, mean_sd, model_path, pieces_status, record_result, run_missing, variant_seed_keys
 from .tasks.classification import sentiment_data
 
 __all__ = ["FAITHFULNESS", "train_classifier", "run_faithfulness", "faithfulness_status"]
@@ -54,34 +54,19 @@ def _run(variant: str, data, recipe: dict, seed: int, device, directory=None) ->
             **{k: report[k] for k in PERTURBATIONS}, "attention_vs_gradient": report["attention_vs_gradient"]}
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
-
-
 def faithfulness_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = PartialRuns("faithfulness", FAITHFULNESS, directory)
-    keys = _keys(FAITHFULNESS)
-    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+    return pieces_status(PartialRuns("faithfulness", FAITHFULNESS, directory), variant_seed_keys(FAITHFULNESS))
 
 
 def run_faithfulness(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
     """Train and measure what is missing; write and return the record ``faithfulness`` once every
     run is done (else None)."""
     recipe, device = FAITHFULNESS, setup(0)
-    done = PartialRuns("faithfulness", recipe, directory)
     data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, int(seed), device, directory)
-        done.add(key, row)
-        if progress:
-            print(key, {k: v for k, v in row.items()}, flush=True)
-    if any(k not in done for k in keys):
+    runs = run_missing(PartialRuns("faithfulness", recipe, directory), variant_seed_keys(recipe),
+                       lambda v, seed: _run(v, data, recipe, seed, device, directory), progress, reverse)
+    if runs is None:
         return None
-    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
     summary = {}
     for v in recipe["variants"]:
         rows = [r for r in runs if r["variant"] == v]

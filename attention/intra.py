@@ -24,7 +24,7 @@ from .device import setup
 from .experiments import fit
 from .models import build
 from .models.selfattentive import penalized_loss
-from .results import PartialRuns, mean_sd, record_result
+from .results import PartialRuns, mean_sd, pieces_status, record_result, run_missing, variant_seed_keys
 from .tasks.classification import sentiment_data
 
 __all__ = ["INTRA", "VARIANTS", "build_intra", "match_hidden", "row_redundancy", "lexicon_mass", "run_intra",
@@ -106,13 +106,8 @@ def _run(variant: str, data, recipe: dict, hidden: int, seed: int, device, lexic
     return row
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
-
-
 def intra_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = PartialRuns("intra-attention", INTRA, directory)
-    return {"done": [k for k in _keys(INTRA) if k in done], "missing": [k for k in _keys(INTRA) if k not in done]}
+    return pieces_status(PartialRuns("intra-attention", INTRA, directory), variant_seed_keys(INTRA))
 
 
 def run_intra(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
@@ -124,18 +119,10 @@ def run_intra(directory: str | Path | None = None, progress: bool = False, rever
     lexicon = load_vader_lexicon()
     target = _count(build_intra(recipe["reference"], data, recipe["hidden_dim"], recipe))
     hidden = {v: match_hidden(v, data, target, recipe) for v in recipe["variants"]}
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, hidden[variant], int(seed), device, lexicon)
-        done.add(key, row)
-        if progress:
-            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    if any(k not in done for k in keys):
+    runs = run_missing(done, variant_seed_keys(recipe),
+                       lambda v, seed: _run(v, data, recipe, hidden[v], seed, device, lexicon), progress, reverse)
+    if runs is None:
         return None
-    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
     summary = {}
     for v in recipe["variants"]:
         rows = [r for r in runs if r["variant"] == v]

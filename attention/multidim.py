@@ -25,7 +25,7 @@ from .checkpoints import save_checkpoint
 from .device import setup
 from .experiments import fit
 from .intra import _count, build_intra, match_hidden
-from .results import PartialRuns, mean_sd, model_path, record_result
+from .results import PartialRuns, mean_sd, model_path, pieces_status, record_result, run_missing, variant_seed_keys
 from .tasks.classification import sentiment_data
 
 __all__ = ["MULTIDIM", "PAPER", "VARIANTS", "feature_spread", "run_multidim", "multidim_status"]
@@ -70,35 +70,21 @@ def _run(variant: str, data, recipe: dict, hidden: int, seed: int, device, direc
     return row
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
-
-
 def multidim_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = PartialRuns("multidim-attention", MULTIDIM, directory)
-    return {"done": [k for k in _keys(MULTIDIM) if k in done], "missing": [k for k in _keys(MULTIDIM) if k not in done]}
+    return pieces_status(PartialRuns("multidim-attention", MULTIDIM, directory), variant_seed_keys(MULTIDIM))
 
 
 def run_multidim(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
     """Train what is missing (``reverse``: from the last run backwards, for a second process);
     write and return the record ``multidim-attention`` once every run is done (else None)."""
     recipe, device = MULTIDIM, setup(0)
-    done = PartialRuns("multidim-attention", recipe, directory)
     data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
     target = _count(build_intra(recipe["reference"], data, recipe["hidden_dim"], recipe, variants=VARIANTS))
     hidden = {v: match_hidden(v, data, target, recipe, variants=VARIANTS) for v in recipe["variants"]}
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, hidden[variant], int(seed), device, directory)
-        done.add(key, row)
-        if progress:
-            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    if any(k not in done for k in keys):
+    runs = run_missing(PartialRuns("multidim-attention", recipe, directory), variant_seed_keys(recipe),
+                       lambda v, seed: _run(v, data, recipe, hidden[v], seed, device, directory), progress, reverse)
+    if runs is None:
         return None
-    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
     summary = {}
     for v in recipe["variants"]:
         rows = [r for r in runs if r["variant"] == v]

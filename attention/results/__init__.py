@@ -34,7 +34,8 @@ import torch
 from .. import __version__
 
 __all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
-           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference", "model_path"]
+           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference", "model_path",
+           "variant_seed_keys", "pieces_status", "run_missing"]
 
 RESULTS_DIR = Path(__file__).parent
 
@@ -259,3 +260,32 @@ def difference(x: dict, y: dict, digits: int = 2) -> str:
     e.g. ``"+1.76 (beyond the seed spread)"``."""
     verdict = "beyond the seed spread" if beyond_spread(x, y) else "within the seed spread"
     return f"{x['mean'] - y['mean']:+.{digits}f} ({verdict})"
+
+
+def variant_seed_keys(recipe: dict) -> list[str]:
+    """``"<variant>/seed<s>"`` for every seed and variant of ``recipe`` (seeds outer): the pieces
+    of a recorded comparison."""
+    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
+
+
+def pieces_status(done: PartialRuns, keys: list[str]) -> dict[str, list[str]]:
+    """``{"done", "missing"}``: which of ``keys`` ``done`` holds (a command's ``--status``)."""
+    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+
+
+def run_missing(done: PartialRuns, keys: list[str], run_one: Callable[[str, int], dict], progress: bool = False,
+                reverse: bool = False) -> list[dict] | None:
+    """Run ``run_one(variant, seed)`` for every ``"<variant>/seed<s>"`` key that ``done`` lacks
+    (``reverse``: from the last backwards, for a second process), keeping each result as it lands.
+    Returns every run as ``{"variant", "seed", **result}`` once all keys are done, else None."""
+    for key in reversed(keys) if reverse else keys:
+        if key in done:
+            continue
+        variant, seed = key.split("/seed")
+        row = run_one(variant, int(seed))
+        done.add(key, row)
+        if progress:
+            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    if any(k not in done for k in keys):
+        return None
+    return [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
