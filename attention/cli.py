@@ -13,6 +13,7 @@
     python -m attention multidim                 # chapter 4: multi-dimensional vs scalar attention vs mean pooling; 3 seeds
     python -m attention coupled                  # chapter 4: coupled vs uncoupled, 1 vs 2 attention layers (CMLA); 3 seeds
     python -m attention faithfulness             # chapter 10: do attention weights explain? perturbations, adversaries; 3 seeds
+    python -m attention alignment                # chapter 10: the Transformer's cross-attention as alignment (dates); 3 seeds
     python -m attention results                  # list the records and check them against the schema
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
@@ -23,7 +24,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
+from . import alignment, captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -40,6 +41,7 @@ RESUMABLE = {
     "multidim": (multidim.multidim_status, multidim.run_multidim),
     "coupled": (coupled.coupled_status, coupled.run_coupled),
     "faithfulness": (evaluation.faithfulness_status, evaluation.run_faithfulness),
+    "alignment": (alignment.alignment_status, alignment.run_alignment),
 }
 
 
@@ -84,8 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     fa = sub.add_parser("faithfulness", help="chapter 10: perturbed and adversarial attention weights, input x gradient")
     fa.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
     fa.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    al = sub.add_parser("alignment", help="chapter 10: the Transformer's cross-attention as word alignment on the dates")
+    al.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    al.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, fa, res):
+    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, fa, al, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
