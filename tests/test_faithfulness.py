@@ -123,3 +123,25 @@ def test_run_faithfulness_resumes_and_records_once_every_run_is_done(tmp_path, m
     assert cell["adversarial"]["tvd"]["mean"] <= evaluation.FAITHFULNESS["eps"] + 1e-6
     assert results.load_result("faithfulness", tmp_path)["command"] == "python -m attention faithfulness"
     assert evaluation.faithfulness_status(tmp_path)["missing"] == []
+
+
+def test_the_rederived_decoder_step_is_the_models_own_and_the_transforms_matter():
+    from attention import experiments as ex
+    from attention.data import collate
+
+    dates = ex.dates_data(n=300, seed=0)
+    torch.manual_seed(0)
+    model = ex.build_model(dates, attention="additive", embed_dim=16, hidden_dim=16, dropout=0.0)
+    ex.fit(model, dates, epochs=2, batch_size=32, lr=3e-3, progress=False)
+    model.eval()
+    batch = collate(list(dates.test), dates.src_vocab, dates.tgt_vocab)
+    own = fa.greedy_with_weights(model, batch.src, batch.src_lengths, lambda w, n, g: w)
+    reference = model.greedy(batch.src, batch.src_lengths, max_len=40).tokens
+    assert torch.equal(own, reference[:, :own.shape[1]])  # the same tokens as Seq2Seq.step gives
+    report = fa.decoder_report(model, dates)
+    assert report["n"] == len(dates.test) and report["own"]["changed"] == 0.0
+    assert set(report) >= set(fa.TRANSFORMS) and all(0 <= report[k]["changed"] <= 1 for k in fa.TRANSFORMS)
+    w = torch.tensor([[0.7, 0.2, 0.1, 0.0]])
+    n = torch.tensor([3])
+    torch.testing.assert_close(fa.TRANSFORMS["uniform"](w, n, None), torch.tensor([[1 / 3, 1 / 3, 1 / 3, 0.0]]))
+    torch.testing.assert_close(fa.TRANSFORMS["without top"](w, n, None), torch.tensor([[0.0, 2 / 3, 1 / 3, 0.0]]))
