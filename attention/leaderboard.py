@@ -87,11 +87,20 @@ def leaderboard(directory: str | Path | None = None) -> list[dict]:
 
 
 def format_leaderboard(rows: list[dict], digits: int = 3) -> str:
-    """The rows as a plain-text table (the chapter prints it)."""
-    lines = [f"{'record':<24} {'entry':<34} {'metric':<13} {'mean ± sd':>17} {'n':>2} {'params':>10} attention"]
+    """The rows as a plain-text table (the chapter prints it): record, entry, metric, mean ± sd,
+    seeds, parameters, mean training seconds per run, attention or not; then, once per record,
+    the command, machine and torch version it was recorded with."""
+    lines = [f"{'record':<24} {'entry':<34} {'metric':<13} {'mean ± sd':>17} {'n':>2} {'params':>10} "
+             f"{'train s':>8} attention"]
     for r in rows:
         sd = "" if r["sd"] is None else f" ± {r['sd']:.{digits}f}"
         params = "" if r["parameters"] is None else f"{r['parameters']:,}"
+        seconds = "" if r["train_seconds"] is None else f"{r['train_seconds']:.0f}"
         lines.append(f"{r['record']:<24} {r['entry'][:34]:<34} {r['metric']:<13} {r['mean']:>9.{digits}f}{sd:<8} "
-                     f"{r['n']:>2} {params:>10} {'yes' if r['attention'] else 'no'}")
+                     f"{r['n']:>2} {params:>10} {seconds:>8} {'yes' if r['attention'] else 'no'}")
+    lines.append("")
+    for record in dict.fromkeys(r["record"] for r in rows):
+        r = next(x for x in rows if x["record"] == record)
+        machine = ", ".join(f"{k} {v}" for k, v in r["machine"].items())
+        lines.append(f"{record:<24} {r['command']}  ({machine}; torch {r['torch']})")
     return "\n".join(lines)

@@ -52,4 +52,6 @@ def test_a_record_without_a_summary_is_refused(tmp_path):
 def test_the_table_prints_every_row():
     rows = lb.leaderboard()
     text = lb.format_leaderboard(rows)
-    assert len(text.splitlines()) == len(rows) + 1 and "± " in text
+    records = {r["record"] for r in rows}
+    assert len(text.splitlines()) == 1 + len(rows) + 1 + len(records) and "± " in text
+    assert all(f"{name:<24} python -m attention " in text for name in records)
