@@ -45,6 +45,16 @@ RESUMABLE = {
 }
 
 
+def _resumable(sub, name: str, help_: str, reverse: bool = True) -> argparse.ArgumentParser:
+    """The subcommand of a resumable recorded run (one of :data:`RESUMABLE`): ``--status`` and,
+    where two processes can share the runs, ``--reverse``."""
+    p = sub.add_parser(name, help=help_)
+    p.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
+    if reverse:
+        p.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    return p
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attention", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,34 +73,18 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--pair", action="append", default=None, help="run only this pair (hsk, ding); repeatable")
     tr.add_argument("--heads", action="store_true", help="run the heads sweep instead")
     tr.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    ia = sub.add_parser("intra", help="chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines")
-    ia.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    ia.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    han = sub.add_parser("han", help="chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings")
-    han.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    han.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    ne = sub.add_parser("nested", help="chapter 5: word-level vs nested word/character attention, spelling")
-    ne.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    me = sub.add_parser("memory", help="chapter 7: memory networks with 1-3 hops (bAbI-format tasks), DMN passes, NTM copy")
-    me.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    me.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    ca = sub.add_parser("captions", help="chapter 8: soft vs hard vs Gumbel attention captioning digit rows")
-    ca.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    ca.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    md = sub.add_parser("multidim", help="chapter 4: multi-dimensional vs scalar attention vs mean pooling")
-    md.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    md.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    cp = sub.add_parser("coupled", help="chapter 4: coupled multi-layer attention for aspect and opinion terms")
-    cp.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    cp.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    fa = sub.add_parser("faithfulness", help="chapter 10: perturbed and adversarial attention weights, input x gradient")
-    fa.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    fa.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
-    al = sub.add_parser("alignment", help="chapter 10: the Transformer's cross-attention as word alignment on the dates")
-    al.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    al.add_argument("--reverse", action="store_true", help="take the missing runs from the last (a second process)")
+    resumable = [_resumable(sub, name, help_, reverse=name != "nested") for name, help_ in (
+        ("intra", "chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines"),
+        ("han", "chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings"),
+        ("nested", "chapter 5: word-level vs nested word/character attention, spelling"),
+        ("memory", "chapter 7: memory networks with 1-3 hops (bAbI-format tasks), DMN passes, NTM copy"),
+        ("captions", "chapter 8: soft vs hard vs Gumbel attention captioning digit rows"),
+        ("multidim", "chapter 4: multi-dimensional vs scalar attention vs mean pooling"),
+        ("coupled", "chapter 4: coupled multi-layer attention for aspect and opinion terms"),
+        ("faithfulness", "chapter 10: perturbed and adversarial attention weights, input x gradient"),
+        ("alignment", "chapter 10: the Transformer's cross-attention as word alignment on the dates"))]
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, ia, han, ne, me, ca, md, cp, fa, al, res):
+    for p in (conv, abl, tr, *resumable, res):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 

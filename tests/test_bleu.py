@@ -7,6 +7,8 @@ from sacrebleu.metrics import BLEU
 from attention import bleu
 from attention.data import load_hsk
 
+from conftest import load_or_skip
+
 CASES = {
     "one sentence": (["the cat sat on the mat ."], [["the cat is on the mat ."]]),
     "empty hypothesis": ([""], [["a reference here ."]]),
@@ -75,18 +77,11 @@ def test_bad_input_is_refused():
         bleu.closest_reference_length(3, [])
 
 
-def _load_hsk():
-    try:
-        return load_hsk()
-    except RuntimeError as e:
-        pytest.skip(f"offline and not cached: {e}")
-
-
 @pytest.mark.parametrize("side,tokenizer", [("en", "13a"), ("zh", "zh")])
 def test_equal_to_sacrebleu_on_real_sentences(side, tokenizer):
     """HSK sentences as references; hypotheses made from them by dropping, repeating and swapping
     tokens and by borrowing other sentences' words, so every n-gram order has hits and misses."""
-    pairs = _load_hsk()
+    pairs = load_or_skip(load_hsk)
     rng = random.Random(0)
     refs = [p.meta["tgt_text"] if side == "en" else p.meta["src_text"] for p in pairs[:300]]
     hyps = []

@@ -1,6 +1,5 @@
 """Coupled multi-layer attention (chapter 4): the silver aspect/opinion labels, the tagging task,
 Wang et al.'s CMLA, and the recorded comparison."""
-import os
 import subprocess
 
 import pytest
@@ -15,6 +14,8 @@ from attention.data.aspects import (BRILL_LEXICON, CHECK_FILE, SILVER, TAGS, Tag
 from attention.data.cache import SOURCES
 from attention.models import CMLA, CMLAConfig, CoupledAttentionLayer, build, model_name
 from attention.tasks.tagging import TaggingData, aspect_data, f1_scores
+
+from conftest import load_or_skip
 
 VALENCE = {"wonderful": 2.8, "thin": -1.1, "like": 2.0, "war": -2.9, "ok": 0.9}
 POS = {"the": "DT", "acting": "VBG", "is": "VBZ", "wonderful": "JJ", "but": "CC", "plot": "NN", "thin": "JJ",
@@ -79,19 +80,10 @@ def test_offline_without_cache_says_what_to_do(tmp_path, monkeypatch):
         load_brill_lexicon(tmp_path)
 
 
-def _load(loader):
-    try:
-        return loader()
-    except RuntimeError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"offline and not cached: {e}")
-
-
 def test_real_silver_labels_and_the_committed_hand_check(capsys):
-    pos = _load(load_brill_lexicon)
+    pos = load_or_skip(load_brill_lexicon)
     assert len(pos) == 94180 and pos["film"] == "NN" and pos["boring"] == "JJ"
-    silver = _load(load_silver_aspects)
+    silver = load_or_skip(load_silver_aspects)
     hand = load_aspect_check(CHECK_FILE)
     agree = silver_agreement(silver, hand)
     counts = [sum(t == k for s in silver for t in s.tags) for k in range(3)]
@@ -150,7 +142,7 @@ def test_tagging_batches_cover_every_sentence_once_and_bucket_by_length():
 
 
 def test_aspect_data_split_and_vocabulary():
-    data = _load(lambda: aspect_data(limit=500))
+    data = load_or_skip(lambda: aspect_data(limit=500))
     assert [len(data.train), len(data.valid), len(data.test)] == [400, 50, 50]
     assert data.metric == "f1" and data.fingerprint() == aspect_data(limit=500).fingerprint()
 

