@@ -86,7 +86,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     Args:
         query: ``(..., L, D)``; key: ``(..., S, D)``; value: ``(..., S, Dv)``.
         attn_mask: keep mask broadcastable to ``(..., L, S)`` (True = may attend) or float.
-        is_causal: block keys after the query (top-left aligned, like PyTorch).
+        is_causal: block keys after the query (top-left aligned, like PyTorch). Fused and with
+            no ``attn_mask``, it reaches ``F.scaled_dot_product_attention(is_causal=True)``
+            as the flag, not as a mask; otherwise the mask is built (:func:`~attention.masks.causal_mask`).
         scale: defaults to ``1 / sqrt(D)``.
         fused: use ``F.scaled_dot_product_attention`` (no weights returned).
 
@@ -98,16 +100,18 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                          f"query {tuple(query.shape)}, key {tuple(key.shape)}")
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    p = dropout_p if training else 0.0
+    if fused and attn_mask is None:
+        # No mask to build: PyTorch's own causal flag, the only way its fastest (flash,
+        # memory-efficient) kernels are chosen for a causal model. Every row keeps key 0.
+        return F.scaled_dot_product_attention(query, key, value, dropout_p=p, is_causal=is_causal,
+                                              scale=scale), None
     if is_causal:
-        causal = causal_mask(L, S, device=query.device)  # (L, S)
+        causal = causal_mask(L, S, device=query.device)  # (L, S), the same top-left alignment
         attn_mask = causal if attn_mask is None else _intersect(attn_mask, causal)
     if not fused:
         scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
         return attend(scores, value, attn_mask, dropout_p, training)
-    if attn_mask is None:
-        out = F.scaled_dot_product_attention(query, key, value, dropout_p=dropout_p if training else 0.0,
-                                             scale=scale)
-        return out, None
     _check_broadcast(attn_mask.shape, query.shape[:-1] + (S,), "attn_mask", "(..., L, S)")
     # PyTorch's kernels return NaN for a query with no admissible key. Open one
     # key for such rows so the kernel stays finite, then zero their output.
@@ -117,8 +121,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         safe_mask = attn_mask | empty
     else:
         safe_mask = attn_mask.masked_fill(empty, 0.0)
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask,
-                                         dropout_p=dropout_p if training else 0.0, scale=scale)
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask, dropout_p=p, scale=scale)
     return out.masked_fill(empty, 0.0), None
 
 

@@ -117,16 +117,20 @@ class MultiHeadAttention(nn.Module):
         self._check(query, key, value)
         B, L, E = query.shape
         S, H, D = key.shape[1], self.num_heads, self.head_dim
-        keep = to_keep_mask(key_padding_mask, attn_mask, is_causal, batch_size=B, num_heads=H,
-                            L=L, S=S, device=query.device)  # (B, H or 1, L, S) or None
+        fused = self.fused and not need_weights
+        # causal and nothing else: the fused kernel gets PyTorch's is_causal flag, not a mask
+        flag_only = fused and is_causal and key_padding_mask is None and attn_mask is None
+        keep = to_keep_mask(key_padding_mask, attn_mask, is_causal and not flag_only, batch_size=B,
+                            num_heads=H, L=L, S=S, device=query.device)  # (B, H or 1, L, S) or None
 
         q = self.q_proj(query).view(B, L, H, D).transpose(1, 2)  # (B, H, L, D)
         k = self.k_proj(key).view(B, S, H, D).transpose(1, 2)  # (B, H, S, D)
         v = self.v_proj(value).view(B, S, H, D).transpose(1, 2)  # (B, H, S, D)
 
-        if self.fused and not need_weights:
+        if fused:
             heads, weights = scaled_dot_product_attention(
-                q, k, v, attn_mask=keep, dropout_p=self.dropout, training=self.training, fused=True)
+                q, k, v, attn_mask=keep, is_causal=flag_only, dropout_p=self.dropout, training=self.training,
+                fused=True)
         else:
             # readable path: scores, masked softmax, weighted sum
             scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, L, S)

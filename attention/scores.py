@@ -18,6 +18,11 @@ location   ``softmax(W_a s_t)`` (ignores ``h_i``)     Luong et al. 2015
 cosine     ``β · cos(s_t, h_i)``                      Graves et al. 2014 (NTM)
 ========== ========================================== ==========================
 
+Additive and concat scores build a tensor for every (query, key) pair, ``(B, L, S, A)`` (concat
+also ``(B, L, S, Eq + Ek)``). When that would pass :data:`MAX_PAIR_BYTES`, :class:`Score` scores the
+queries in chunks, each chunk's pairs within the bound; under autograd each chunk is
+checkpointed (recomputed in the backward pass), so the memory kept for backward stays bounded too.
+
 The query is whatever decoder state the model scores with: Luong's decoder uses the current
 state ``s_t`` (his ``h_t``), Bahdanau's RNNsearch the previous one, ``s_{t-1}``.
 
@@ -30,26 +35,63 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 __all__ = [
     "Score", "DotScore", "ScaledDotScore", "GeneralScore", "AdditiveScore",
     "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score", "is_content_based",
+    "MAX_PAIR_BYTES",
 ]
+
+#: The most bytes an additive or concat score may hold in its (query, key) pair tensors at once
+#: (64 MiB); a score's own ``max_pair_bytes`` overrides it. Larger inputs are scored in chunks
+#: of queries (at least one query per chunk).
+MAX_PAIR_BYTES = 64 * 2**20
 
 
 class Score(nn.Module):
-    """Base class: checks shapes once, then calls :meth:`score`."""
+    """Base class: checks shapes once, then calls :meth:`score` (over chunks of queries when the
+    pair tensors of an additive or concat score would pass :data:`MAX_PAIR_BYTES`)."""
 
     same_dim = False  # True when the formula needs Eq == Ek (dot, scaled_dot, cosine)
     content_based = True  # False when the score ignores the keys' content (location)
     query_dim: int | None = None  # Eq the parameters were built for (None: any)
     key_dim: int | None = None  # Ek the parameters were built for (None: any)
 
+    max_pair_bytes: int | None = None  # None: MAX_PAIR_BYTES
+
     def forward(self, query: Tensor, key: Tensor) -> Tensor:
         """Args: query ``(B, L, Eq)``, key ``(B, S, Ek)``. Returns scores ``(B, L, S)``."""
         check_query_key(query, key, same_dim=self.same_dim, name=type(self).__name__)
         self.check_dims(query, key)
-        return self.score(query, key)
+        rows = self.query_chunk(query, key)
+        L = query.shape[1]
+        if rows >= L:
+            return self.score(query, key)
+        keep_for_backward = torch.is_grad_enabled() and (
+            query.requires_grad or key.requires_grad or any(p.requires_grad for p in self.parameters()))
+        chunks = []
+        for start in range(0, L, rows):
+            q = query[:, start:start + rows]  # (B, rows, Eq)
+            if keep_for_backward:  # keep only the inputs; the backward pass recomputes the pairs
+                chunks.append(checkpoint(self.score, q, key, use_reentrant=False))
+            else:
+                chunks.append(self.score(q, key))
+        return torch.cat(chunks, dim=1)  # (B, L, S)
+
+    def pair_width(self) -> int:
+        """Numbers per (query, key) pair the score materialises (0: no pair tensor)."""
+        return 0
+
+    def query_chunk(self, query: Tensor, key: Tensor) -> int:
+        """How many queries to score at once so the pair tensors stay within the bound."""
+        width = self.pair_width()
+        B, L, S = query.shape[0], query.shape[1], key.shape[1]
+        if width == 0 or B * S == 0:
+            return max(L, 1)
+        bound = MAX_PAIR_BYTES if self.max_pair_bytes is None else self.max_pair_bytes
+        per_query = B * S * width * query.element_size()  # bytes of one query's pairs
+        return max(1, min(L, bound // per_query))
 
     def check_dims(self, query: Tensor | None = None, key: Tensor | None = None) -> None:
         """A score with parameters takes only the sizes it was built for."""
@@ -117,6 +159,9 @@ class AdditiveScore(Score):
         self.U_a = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v_a = nn.Linear(hidden_dim, 1, bias=False)
 
+    def pair_width(self) -> int:
+        return self.v_a.in_features  # tanh(q + k): (B, L, S, A)
+
     def project_keys(self, key: Tensor) -> Tensor:
         self.check_dims(key=key)
         return self.U_a(key)  # (B, S, A)
@@ -144,6 +189,9 @@ class ConcatScore(Score):
         self.query_dim, self.key_dim = query_dim, key_dim
         self.W_a = nn.Linear(query_dim + key_dim, hidden_dim, bias=bias)
         self.v_a = nn.Linear(hidden_dim, 1, bias=False)
+
+    def pair_width(self) -> int:
+        return self.W_a.in_features + self.W_a.out_features  # [s_t; h_i] and W_a[s_t; h_i]
 
     def score(self, query, key):
         B, L, _ = query.shape

@@ -102,7 +102,8 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
     if cfg.clock not in ("wall", "process"):
         raise ValueError(f"clock must be 'wall' or 'process', got {cfg.clock!r}")
     clock = time.perf_counter if cfg.clock == "wall" else time.process_time
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas)
+    # foreach: the multi-tensor Adam, the same numbers as the per-tensor loop and faster on CPU
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas, foreach=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_factor(cfg.warmup)) if cfg.warmup else None
     history = History(selected_by="valid_loss" if valid_metric is None else f"valid_{cfg.metric}")
     best_score, best_state, bad_epochs = float("-inf"), None, 0

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention.functional import attend, masked_softmax, scaled_dot_product_attention
-from attention.masks import lengths_to_mask
+from attention.masks import causal_mask, lengths_to_mask
 
 
 def test_masked_softmax_without_mask_is_softmax(device):
@@ -90,6 +90,38 @@ def test_is_causal_flag_matches_pytorch(device):
     out, w = scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
     assert (w.triu(1) == 0).all()
+
+
+class _SpySDPA:
+    """Records the keyword arguments every call to F.scaled_dot_product_attention gets."""
+
+    def __init__(self):
+        self.calls, self.real = [], F.scaled_dot_product_attention
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(kwargs)
+        return self.real(*args, **kwargs)
+
+
+@pytest.mark.parametrize("L,S", [(5, 5), (3, 6), (6, 3)])
+def test_is_causal_reaches_the_fused_kernel_as_a_flag_and_equals_the_explicit_mask(device, monkeypatch, L, S):
+    q, k, v, _ = random_case(4, device, 2, 3, L, S, 8, False)
+    spy = _SpySDPA()
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    fused, none = scaled_dot_product_attention(q, k, v, is_causal=True, fused=True)
+    assert none is None
+    assert spy.calls[-1].get("is_causal") is True and spy.calls[-1].get("attn_mask") is None
+    explicit, w = scaled_dot_product_attention(q, k, v, is_causal=True)  # builds causal_mask(L, S)
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-4)
+    assert (w.triu(1) == 0).all()
+    masked, _ = scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, S, device=device), fused=True)
+    torch.testing.assert_close(fused, masked, atol=1e-5, rtol=1e-4)
+    # with another mask as well, the causal part is built into one mask
+    keep = lengths_to_mask(torch.tensor([S, max(1, S - 2)], device=device), S)[:, None, None, :]
+    both, _ = scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=True, fused=True)
+    assert spy.calls[-1].get("is_causal", False) is False and spy.calls[-1]["attn_mask"] is not None
+    explicit_both, _ = scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=True)
+    torch.testing.assert_close(both, explicit_both, atol=1e-5, rtol=1e-4)
 
 
 def test_fused_path_zeroes_fully_masked_rows(device):

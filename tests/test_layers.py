@@ -1,6 +1,7 @@
 """Layers: the generic Attention and MultiHeadAttention against PyTorch."""
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -157,3 +158,31 @@ def test_load_torch_weights_refuses_what_it_cannot_copy(kwargs, message):
         ours.load_torch_weights(theirs)
     with pytest.raises(ValueError, match=r"sizes .* = \(8, 4, 8, 8\)"):
         ours.load_torch_weights(torch.nn.MultiheadAttention(8, 4, batch_first=True))
+
+
+def test_fused_causal_mha_passes_the_flag_and_equals_the_explicit_path(device, monkeypatch):
+    calls = []
+    real = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    theirs = nn.MultiheadAttention(16, 4, batch_first=True).to(device).eval()
+    explicit = MultiHeadAttention(16, 4).to(device).eval().load_torch_weights(theirs)
+    fused = MultiHeadAttention(16, 4, fused=True).to(device).eval().load_torch_weights(theirs)
+    x = torch.randn(3, 7, 16, device=device)
+    out, _ = fused(x, x, x, is_causal=True, need_weights=False)
+    assert calls and calls[-1].get("is_causal") is True and calls[-1].get("attn_mask") is None
+    ref, w = explicit(x, x, x, is_causal=True)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
+    assert (w.triu(1) == 0).all()
+    mask = torch.ones(7, 7, dtype=torch.bool, device=device).triu(1)  # True = blocked
+    torch_out, _ = theirs(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)
+    torch.testing.assert_close(out, torch_out, atol=1e-5, rtol=1e-4)
+    pad = ~lengths_to_mask(torch.tensor([7, 5, 2], device=device), 7)
+    padded, _ = fused(x, x, x, key_padding_mask=pad, is_causal=True, need_weights=False)
+    assert calls[-1].get("is_causal", False) is False  # padding too: one mask holds both
+    ref_padded, _ = explicit(x, x, x, key_padding_mask=pad, is_causal=True)
+    torch.testing.assert_close(padded, ref_padded, atol=1e-5, rtol=1e-4)

@@ -188,3 +188,57 @@ def test_make_score_errors():
         make_score("cosine", beta=-1.0)
     module = CosineScore()
     assert make_score(module) is module
+
+
+@pytest.mark.parametrize("name", ["additive", "concat"])
+def test_pair_scores_chunk_over_queries_within_the_memory_bound(name, device):
+    """No (B, rows, S, A) pair tensor passes max_pair_bytes, forward or backward, and the chunked
+    scores and gradients equal the unchunked ones."""
+    B, L, S, Eq, Ek, A = 2, 9, 5, 3, 4, 6
+    score = make_score(name, query_dim=Eq, key_dim=Ek, hidden_dim=A).to(device)
+    q = torch.randn(B, L, Eq, device=device, requires_grad=True)
+    k = torch.randn(B, S, Ek, device=device, requires_grad=True)
+    whole = score(q, k)
+    grads = torch.autograd.grad(whole.square().sum(), (q, k, *score.parameters()))
+    assert score.query_chunk(q, k) == L  # far below the default bound: one chunk
+
+    per_query = B * S * score.pair_width() * q.element_size()
+    score.max_pair_bytes = 2 * per_query + 1  # two queries per chunk: 5 chunks for 9 queries
+    assert score.query_chunk(q, k) == 2
+    pairs, chunks = [], []
+    pairs_hook = score.v_a.register_forward_hook(lambda m, inputs, out: pairs.append(inputs[0].shape))
+    score_chunk = score.score
+    score.score = lambda query, key: chunks.append(query.shape) or score_chunk(query, key)
+    saved = []
+
+    def pack(t):
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        chunked = score(q, k)
+    assert len(chunks) == 5  # 9 queries, two at a time
+    chunked_grads = torch.autograd.grad(chunked.square().sum(), (q, k, *score.parameters()))
+    pairs_hook.remove()
+    del score.score
+    assert len(chunks) == 10  # the backward pass recomputed each chunk once
+    assert [c[1] for c in chunks[:5]] == [2, 2, 2, 2, 1]
+    assert len(pairs) == 5 and all(p[:3] == (B, c[1], S) for p, c in zip(pairs, chunks))
+    for shape in pairs:  # the pair tensor that reaches v_a: (B, rows, S, A)
+        assert B * shape[1] * S * score.pair_width() * q.element_size() <= score.max_pair_bytes
+    # what autograd keeps outside the checkpoints: inputs and (B, L, S)-sized tensors, no pair tensor
+    assert max(saved) <= max(q.numel(), k.numel(), B * L * S) * q.element_size()
+    torch.testing.assert_close(chunked, whole)
+    for got, want in zip(chunked_grads, grads):
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():
+        torch.testing.assert_close(score(q, k), whole.detach())
+
+
+def test_pair_bound_takes_at_least_one_query_per_chunk():
+    score = make_score("additive", query_dim=2, key_dim=2, hidden_dim=3)
+    score.max_pair_bytes = 1
+    q, k = torch.randn(1, 4, 2), torch.randn(1, 3, 2)
+    assert score.query_chunk(q, k) == 1
+    with torch.no_grad():
+        torch.testing.assert_close(score(q, k), score.score(q, k))
