@@ -15,6 +15,8 @@
     python -m attention faithfulness             # chapter 10: do attention weights explain? perturbations, adversaries; 3 seeds
     python -m attention alignment                # chapter 10: the Transformer's cross-attention as alignment (dates); 3 seeds
     python -m attention results                  # list the records and check them against the schema
+    python -m attention bench [--quick]          # speed and memory against PyTorch's kernels, as ratios
+    python -m attention gpu-check [--quick]      # every family and variant on the GPU (CPU parts without one)
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
 (``--results-dir`` writes elsewhere); the chapters read them with :func:`attention.results.load_result`.
@@ -25,6 +27,8 @@ import argparse
 from typing import Sequence
 
 from . import alignment, captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
+from .bench import run_benchmark
+from .gpu_check import run_gpu_check
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -84,7 +88,16 @@ def _parser() -> argparse.ArgumentParser:
         ("faithfulness", "chapter 10: perturbed and adversarial attention weights, input x gradient"),
         ("alignment", "chapter 10: the Transformer's cross-attention as word alignment on the dates"))]
     res = sub.add_parser("results", help="list the recorded results, checked against the schema")
-    for p in (conv, abl, tr, *resumable, res):
+    bench = sub.add_parser("bench", help="speed and memory against PyTorch's kernels (record 'benchmark')")
+    bench.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    bench.add_argument("--device", action="append", default=None, help="cpu or cuda (repeatable; default: all here)")
+    bench.add_argument("--no-record", action="store_true", help="print only; leave the record as it is")
+    gpu = sub.add_parser("gpu-check", help="every model family and variant on CUDA, tests, benchmark, notebooks")
+    gpu.add_argument("--quick", action="store_true", help="the benchmark's quick sizes")
+    gpu.add_argument("--no-notebooks", action="store_true", help="skip executing the chapters' notebooks")
+    gpu.add_argument("--jobs", type=int, default=4, help="notebooks executed at once (default 4)")
+    gpu.add_argument("--report", default="gpu-check-report.json", help="where the JSON report goes")
+    for p in (conv, abl, tr, *resumable, res, bench):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
 
@@ -144,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             options = {"reverse": args.reverse} if hasattr(args, "reverse") else {}
             _print_recorded(run(args.results_dir, progress=True, **options), args.results_dir)
+    elif args.command == "bench":
+        run_benchmark(args.device, quick=args.quick, record=not args.no_record, directory=args.results_dir)
+    elif args.command == "gpu-check":
+        report = run_gpu_check(quick=args.quick, notebooks=not args.no_notebooks, jobs=args.jobs, report=args.report)
+        return 0 if report["passed"] else 1
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema

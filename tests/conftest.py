@@ -4,6 +4,8 @@ Also the table of notebook execution times printed at the end of the run
 (filled by tests/test_notebook_outputs.py).
 """
 import os
+import pickle
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,7 +14,25 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 # (notebook, seconds or None, source) rows, one per notebook whose outputs were compared.
 NOTEBOOK_TIMES = pytest.StashKey[list]()
-SLOW_NOTEBOOK_S = 120
+SLOW_NOTEBOOK_S = 120  # the most one notebook may take on the 2-core CPU (tests/test_time_budget.py)
+BOOK_BUDGET_S = 20 * 60  # the most all of them together may take
+SPHINX_ENV = Path(__file__).resolve().parents[1] / "_build" / ".doctrees" / "environment.pickle"
+
+
+def build_run_times():
+    """docname -> seconds that the site build spent executing it (myst-nb's own record).
+
+    myst-nb runs nbclient with record_timing=False, so the cells of its executed
+    copies keep the timestamps of the committed execution; its run time per page is
+    in the Sphinx environment (``env.nb_metadata[docname]["exec_data"]["runtime"]``).
+    """
+    try:
+        with open(SPHINX_ENV, "rb") as f:
+            env = pickle.load(f)
+        return {doc: data["exec_data"]["runtime"]
+                for doc, data in getattr(env, "nb_metadata", {}).items() if data.get("exec_data")}
+    except Exception:  # no build, or an environment this code cannot read: no times
+        return {}
 
 
 @pytest.fixture(params=DEVICES)

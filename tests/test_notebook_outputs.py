@@ -19,7 +19,6 @@ of the run (tests/conftest.py).
 """
 import copy
 import difflib
-import pickle
 import pprint
 import time
 from collections import defaultdict
@@ -29,6 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from conftest import build_run_times
 from nbval.plugin import (
     coalesce_streams,
     find_comment_markers,
@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 BUILD = ROOT / "_build"
 EXECUTED = BUILD / "jupyter_execute" / "notebooks"   # myst-nb's executed copies
-SPHINX_ENV = BUILD / ".doctrees" / "environment.pickle"
 
 # nbval's IPyNbFile.skip_compare without --nbdime: never compared.
 SKIP_COMPARE = (
@@ -188,22 +187,6 @@ def cell_timestamps_span(nb):
             starts.append(datetime.fromisoformat(stamps["iopub.execute_input"]))
             replies.append(datetime.fromisoformat(stamps["shell.execute_reply"]))
     return (max(replies) - min(starts)).total_seconds() if starts else None
-
-
-def build_run_times():
-    """docname -> seconds that the site build spent executing it (myst-nb's own record).
-
-    myst-nb runs nbclient with record_timing=False, so the cells of its executed
-    copies keep the timestamps of the committed execution; its run time per page is
-    in the Sphinx environment (``env.nb_metadata[docname]["exec_data"]["runtime"]``).
-    """
-    try:
-        with open(SPHINX_ENV, "rb") as f:
-            env = pickle.load(f)
-        return {doc: data["exec_data"]["runtime"]
-                for doc, data in getattr(env, "nb_metadata", {}).items() if data.get("exec_data")}
-    except Exception:  # no build, or an environment this code cannot read: no times
-        return {}
 
 
 def execute(path, monkeypatch):
