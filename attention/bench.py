@@ -3,8 +3,9 @@
     python -m attention bench             # this machine's CPU, and its GPU when there is one
     python -m attention bench --quick     # smaller sizes, fewer repeats (the tests, the GPU check)
 
-Every case times the forward *and* backward pass (best of a few runs, ours and PyTorch's taken in
-turn so that the machine's drift hits both) and, on CUDA, the peak memory the pass allocates.
+Every case times the forward *and* backward pass (best of a few measurements of at least 20 ms
+each, ours and PyTorch's taken in turn so that the machine's drift hits both; the first row times
+PyTorch's kernel against itself, the noise floor of the run) and, on CUDA, the peak memory the pass allocates.
 It prints one table per device and dtype and writes the record ``benchmark`` of the results
 registry (``attention/results/benchmark.json``), one section per device, so that a CPU-only run
 keeps the GPU section an earlier run wrote. The book's performance appendix
@@ -88,18 +89,37 @@ def _fwd_bwd(fn: Callable[[], torch.Tensor], leaves: list[torch.Tensor]) -> Call
     return run
 
 
-def _time_pair(ours: Callable[[], None], ref: Callable[[], None], device, repeat: int) -> tuple[float, float]:
-    """Best seconds of each, measured in turn (one warm-up each first)."""
-    best = [float("inf"), float("inf")]
-    for fn in (ours, ref):
+#: the shortest a timed measurement may be: fast calls are repeated inside it
+MIN_MEASURE_S = 0.02
+
+
+def _calls_per_measure(fn: Callable[[], None], device) -> int:
+    """How many calls of ``fn`` make one measurement of at least :data:`MIN_MEASURE_S`."""
+    fn()  # warm-up
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    once = max(time.perf_counter() - start, 1e-6)
+    return max(1, min(1000, round(MIN_MEASURE_S / once)))
+
+
+def _measure(fn: Callable[[], None], device, calls: int) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(calls):
         fn()
+    _sync(device)
+    return (time.perf_counter() - start) / calls
+
+
+def _time_pair(ours: Callable[[], None], ref: Callable[[], None], device, repeat: int) -> tuple[float, float]:
+    """Best seconds per call of each, measured in turn, so the machine's drift hits both."""
+    calls = [_calls_per_measure(fn, device) for fn in (ours, ref)]
+    best = [float("inf"), float("inf")]
     for _ in range(repeat):
         for i, fn in enumerate((ours, ref)):
-            _sync(device)
-            start = time.perf_counter()
-            fn()
-            _sync(device)
-            best[i] = min(best[i], time.perf_counter() - start)
+            best[i] = min(best[i], _measure(fn, device, calls[i]))
     return best[0], best[1]
 
 
@@ -136,6 +156,9 @@ def kernel_rows(device: torch.device, dtype: torch.dtype, B: int, H: int, L: int
     our_layer = EncoderLayer(E, H, 4 * E, fused=True).to(device, dtype).load_torch_weights(their_layer)
     qkv = [q, k, v]
     cases = [
+        ("noise floor: F.sdpa vs itself", "F.scaled_dot_product_attention",
+         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), qkv),
         ("fused MHA, padding mask", "F.scaled_dot_product_attention",
          lambda: scaled_dot_product_attention(q, k, v, attn_mask=keep, fused=True)[0],
          lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), qkv),
@@ -194,14 +217,8 @@ def model_rows(device: torch.device, repeat: int) -> list[Row]:
         ex = example(name).to(device)
         ex.model.train()
         step = _fwd_bwd(ex.loss, list(ex.model.parameters()))
-        step()
-        best = float("inf")
-        for _ in range(repeat):
-            _sync(device)
-            start = time.perf_counter()
-            step()
-            _sync(device)
-            best = min(best, time.perf_counter() - start)
+        calls = _calls_per_measure(step, device)
+        best = min(_measure(step, device, calls) for _ in range(repeat))
         rows.append(Row("models", name, f"batch of {ex.tokens} positions", "float32", best * 1e3,
                         ours_mb=_peak_mb(step, device), tokens_per_s=ex.tokens / best))
     return rows

@@ -117,6 +117,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     # key for such rows so the kernel stays finite, then zero their output.
     allowed = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
     empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L, 1)
+    if not bool(empty.any()):  # the usual case: the mask goes to the kernel as it is
+        return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=p, scale=scale), None
     if attn_mask.dtype == torch.bool:
         safe_mask = attn_mask | empty
     else:

@@ -29,6 +29,8 @@ from .data.documents import Document
 from .metrics import spearman
 from .data.aspects import TaggedSentence
 from .leaderboard import leaderboard
+from .benchviz import GROUPS, benchmark_figure
+from .results import load_result
 from .faithfulness import adversarial, logits_with_weights, permuted, uniform, without_top
 from .models import (CMLA, AttentionPooling, AttentionPoolingConfig, CMLAConfig, HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
@@ -873,3 +875,28 @@ def results_explorer(rows: Sequence[dict] | None = None, mode: str = "auto") -> 
 
 
 EXPLORERS |= {"results": results_explorer}
+
+
+# --- appendix: the benchmark ----------------------------------------------------------------------
+__all__ += ["benchmark_explorer"]
+
+
+def benchmark_explorer(record: dict | None = None, device: str = "cpu", mode: str = "auto") -> Explorer:
+    """The performance appendix: one group of the recorded benchmark at a time (kernels against
+    PyTorch's, scores against the dot score, local against global attention, every model family's
+    training step), from the record ``benchmark`` (``python -m attention bench``).
+
+    Args:
+        record: a ``benchmark`` record (default: the package's registry).
+        device: which section of the record (``"cpu"``; ``"cuda"`` once a GPU run recorded it).
+    """
+    record = load_result("benchmark") if record is None else record
+    section = record["metrics"][device]
+
+    def draw(group: str = "kernels"):
+        return benchmark_figure(section["rows"], group, title=section["label"])
+
+    return explorer(draw, {"group": list(GROUPS)}, mode=mode)
+
+
+EXPLORERS |= {"benchmark": benchmark_explorer}
