@@ -254,7 +254,7 @@ def run_benchmark(devices: list[str] | None = None, quick: bool = False, record:
             for B, H, L, E in kernel_sizes:
                 rows += kernel_rows(device, dtype, B, H, L, E, repeat)
             rows += score_rows(device, dtype, 8, 64 if quick else 128, 128, repeat)
-        local_sizes = [64, 256] if quick else [64, 256, 1024] + ([4096] if device.type == "cuda" else [])
+        local_sizes = [64, 256] if quick else [64, 256, 1024, 4096]
         rows += local_rows(device, local_sizes, repeat)
         rows += model_rows(device, repeat)
         results[name] = rows

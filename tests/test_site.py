@@ -41,7 +41,7 @@ EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/04b-coupled-attention.html", "notebo
                   "notebooks/05-hierarchical.html", "notebooks/05b-nested-attention.html",
                   "notebooks/06b-intra-attention.html", "notebooks/07-memory.html", "notebooks/08-soft-hard.html",
                   "notebooks/09-global-local.html", "notebooks/10-evaluation.html",
-                  "notebooks/11-closing.html"]
+                  "notebooks/11-closing.html", "notebooks/13-performance.html"]
 SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
 # A page with exercise solutions folded away (``:class: dropdown`` admonitions, sphinx-togglebutton).
 SOLUTION_PAGE = "book/01-preface.html"
