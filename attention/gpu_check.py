@@ -248,8 +248,11 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 4, re
 
     part("families", check_families)
     part("variants", check_variants)
+    checkout = (REPO_ROOT / "tests").is_dir() and (REPO_ROOT / "notebooks").is_dir()
+    no_checkout = f"no repository checkout at {REPO_ROOT} (tests/ and notebooks/ ship with the repository, not the package)"
     part("package tests on CUDA", lambda: [_package_tests()],
-         skipped=None if cuda else f"{NO_CUDA}; the CPU cases run in scripts/test.sh")
+         skipped=(f"{NO_CUDA}; the CPU cases run in scripts/test.sh" if not cuda
+                  else None if checkout else no_checkout))
     bench_rows = {}
 
     def bench():
@@ -260,7 +263,7 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 4, re
 
     part("benchmark", bench)
     skip_nb = (f"{NO_CUDA}; the site build executes every notebook on the CPU" if not cuda
-               else None if notebooks else "--no-notebooks")
+               else no_checkout if not checkout else None if notebooks else "--no-notebooks")
     part("notebooks on the GPU", lambda: _notebooks_parallel(jobs), skipped=skip_nb)
     result = {
         "device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()})",
