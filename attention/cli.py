@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     gpu = sub.add_parser("gpu-check", help="every model family and variant on CUDA, tests, benchmark, notebooks")
     gpu.add_argument("--quick", action="store_true", help="the benchmark's quick sizes")
     gpu.add_argument("--no-notebooks", action="store_true", help="skip executing the chapters' notebooks")
-    gpu.add_argument("--jobs", type=int, default=4, help="notebooks executed at once (default 4)")
+    gpu.add_argument("--jobs", type=int, default=6, help="notebooks executed at once (default 6)")
     gpu.add_argument("--report", default="gpu-check-report.json", help="where the JSON report goes")
     for p in (conv, abl, tr, *resumable, res, bench):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")

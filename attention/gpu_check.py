@@ -15,9 +15,9 @@ Parts, each with a pass/fail per variant in the report (device, versions, ratios
 3. **package tests on CUDA**: ``pytest -k cuda`` over the package tests (their ``device`` fixture
    adds a CUDA case to every test that builds a module).
 4. **benchmark**: :func:`attention.bench.run_benchmark` (ratios against PyTorch's kernels); on
-   CUDA it records the GPU section of ``benchmark``.
+   CUDA it records the GPU section of ``benchmark``. It runs before parts 3 and 5, alone.
 5. **notebooks on the GPU**: the first notebook of every chapter, executed with
-   ``ATTENTION_DEVICE=cuda``, several at once.
+   ``ATTENTION_DEVICE=cuda``, several at once, while part 3 runs.
 
 On a machine without CUDA, parts 1, 2 and 4 run on the CPU and parts 3 and 5 are reported as
 skipped, with the reason. The exit status is 1 when anything failed, else 0.
@@ -227,7 +227,7 @@ def _package_tests() -> dict:
             "counts": counts, "seconds": round(time.perf_counter() - start, 1)}
 
 
-def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 4, report: str | Path | None = None,
+def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, report: str | Path | None = None,
                   progress: bool = True) -> dict:
     """Run every part; return (and write to ``report``, when given) the report."""
     cuda = torch.cuda.is_available()
@@ -248,11 +248,6 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 4, re
 
     part("families", check_families)
     part("variants", check_variants)
-    checkout = (REPO_ROOT / "tests").is_dir() and (REPO_ROOT / "notebooks").is_dir()
-    no_checkout = f"no repository checkout at {REPO_ROOT} (tests/ and notebooks/ ship with the repository, not the package)"
-    part("package tests on CUDA", lambda: [_package_tests()],
-         skipped=(f"{NO_CUDA}; the CPU cases run in scripts/test.sh" if not cuda
-                  else None if checkout else no_checkout))
     bench_rows = {}
 
     def bench():
@@ -261,10 +256,19 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 4, re
                  "detail": {case: round(r, 3) for case, r in summary([row.as_dict() for row in rows]).items()}}
                 for device, rows in bench_rows.items()]
 
-    part("benchmark", bench)
+    part("benchmark", bench)  # first of the long parts: nothing else runs on the GPU while it times
+    checkout = (REPO_ROOT / "tests").is_dir() and (REPO_ROOT / "notebooks").is_dir()
+    no_checkout = f"no repository checkout at {REPO_ROOT} (tests/ and notebooks/ ship with the repository, not the package)"
+    skip_tests = (f"{NO_CUDA}; the CPU cases run in scripts/test.sh" if not cuda
+                  else None if checkout else no_checkout)
     skip_nb = (f"{NO_CUDA}; the site build executes every notebook on the CPU" if not cuda
                else no_checkout if not checkout else None if notebooks else "--no-notebooks")
-    part("notebooks on the GPU", lambda: _notebooks_parallel(jobs), skipped=skip_nb)
+    # the notebooks (several kernels at once) run while the package tests run, to stay within minutes
+    pool = ThreadPoolExecutor(max_workers=1)
+    running = pool.submit(_notebooks_parallel, jobs) if skip_nb is None else None
+    part("package tests on CUDA", lambda: [_package_tests()], skipped=skip_tests)
+    part("notebooks on the GPU", lambda: running.result(), skipped=skip_nb)
+    pool.shutdown()
     result = {
         "device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()})",
         "versions": {"attention": __version__, "torch": torch.__version__, "python": platform.python_version(),
