@@ -10,6 +10,7 @@ into the site root (``html_extra_path`` in _config.yml), giving:
     mathjax/tex-chtml.js         MathJax 3 (TeX input, CommonHTML output) and the
     mathjax/...                  files it loads on demand (fonts, TeX extensions,
                                  menu, accessibility)
+    vendor/onnxruntime/          onnxruntime-web's WebAssembly backend (the playground)
 
 Run ``npm ci --no-audit --no-fund`` first (package.json / package-lock.json).
 Usage: python scripts/vendor_assets.py [--root REPO] [--out DIR]
@@ -38,6 +39,10 @@ MATHJAX_FILES = [
     "es5/a11y",  # assistive-mml (menu default), explorer, ...
     "es5/sre",  # speech-rule-engine maps used by a11y/sre
 ]
+
+
+# onnxruntime-web: the plain wasm build (ort.wasm.min.js loads the .mjs, which loads the .wasm)
+ORT_FILES = ["ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
 
 
 class VendorError(RuntimeError):
@@ -122,6 +127,16 @@ def vendor(root: Path, out: Path) -> dict[str, int]:
         n += _copy(pkg / rel, staging / "mathjax" / Path(rel).relative_to("es5"))
     n += _copy(pkg / "LICENSE", staging / "mathjax" / "LICENSE")
     counts["mathjax"] = n
+
+    # onnxruntime-web, the WebAssembly backend only (the playground's models run on one thread:
+    # no cross-origin isolation needed): the loader, its module and its wasm binary.
+    pkg = _package_dir(node_modules, "onnxruntime-web")
+    _check_version(pkg, pins["onnxruntime-web"])
+    n = 0
+    for name in ORT_FILES:
+        n += _copy(pkg / "dist" / name, staging / "vendor" / "onnxruntime" / name)
+    n += _copy(pkg / "package.json", staging / "vendor" / "onnxruntime" / "package.json")  # MIT, names the release
+    counts["onnxruntime-web"] = n
 
     if out.exists():
         shutil.rmtree(out)

@@ -37,7 +37,7 @@ SITE = ROOT / "_build" / "html"
 ON_CI = os.environ.get("CI", "").lower() == "true"
 EXPLORER_PAGE = "notebooks/04-scores.html"
 # Every page with an explorer (a Dropdown and a slider driving a figure).
-EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/04b-coupled-attention.html", "notebooks/03-bahdanau.html", "notebooks/06-transformer.html",
+EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/04b-coupled-attention.html", "notebooks/03b-alignment.html", "notebooks/06-transformer.html",
                   "notebooks/05-hierarchical.html", "notebooks/05b-nested-attention.html",
                   "notebooks/06b-intra-attention.html", "notebooks/07-memory.html", "notebooks/08-soft-hard.html",
                   "notebooks/09-global-local.html", "notebooks/10-evaluation.html",
