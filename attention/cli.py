@@ -17,6 +17,7 @@
     python -m attention results                  # list the records and check them against the schema
     python -m attention bench [--quick]          # speed and memory against PyTorch's kernels, as ratios
     python -m attention gpu-check [--quick]      # every family and variant on the GPU (CPU parts without one)
+    python -m attention export-web --out DIR     # the playground's models as ONNX, with a parity check
 
 Each command writes ``attention/results/<name>.json`` through :func:`attention.results.record_result`
 (``--results-dir`` writes elsewhere); the chapters read them with :func:`attention.results.load_result`.
@@ -29,6 +30,7 @@ from typing import Sequence
 from . import alignment, captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
 from .bench import run_benchmark
 from .gpu_check import run_gpu_check
+from .webexport import PLAYGROUND, export_web
 from .ablation import BUDGETS, converged_status, run_ablation, run_converged
 from .experiments import convergence
 from .results import RESULTS_DIR, list_results, load_result
@@ -97,6 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     gpu.add_argument("--no-notebooks", action="store_true", help="skip executing the chapters' notebooks")
     gpu.add_argument("--jobs", type=int, default=6, help="notebooks executed at once (default 6)")
     gpu.add_argument("--report", default="gpu-check-report.json", help="where the JSON report goes")
+    web = sub.add_parser("export-web", help="the playground's models as ONNX graphs for the website")
+    web.add_argument("--out", required=True, help="folder to write (e.g. _build/html/playground-models)")
+    web.add_argument("--model", action="append", default=None, choices=sorted(PLAYGROUND),
+                     help="export only this model (repeatable)")
+    web.add_argument("--no-check", action="store_true", help="skip the onnxruntime-vs-torch parity check")
     for p in (conv, abl, tr, *resumable, res, bench):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     return parser
@@ -162,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "gpu-check":
         report = run_gpu_check(quick=args.quick, notebooks=not args.no_notebooks, jobs=args.jobs, report=args.report)
         return 0 if report["passed"] else 1
+    elif args.command == "export-web":
+        export_web(args.out, args.model, check=not args.no_check)
     elif args.command == "results":
         for name in list_results(args.results_dir):
             r = load_result(name, args.results_dir)  # raises on a record that breaks the schema

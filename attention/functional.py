@@ -47,7 +47,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
     # A row whose every entry is -inf would give 0/0 = NaN. Replace such rows by
     # zeros before the softmax (masked_fill passes no gradient to what it
     # overwrites, so gradients stay finite) and zero their weights afterwards.
-    empty = torch.isneginf(scores).all(dim=dim, keepdim=True)  # (..., L, 1)
+    empty = (scores == float("-inf")).all(dim=dim, keepdim=True)  # (..., L, 1)
     weights = torch.softmax(scores.masked_fill(empty, 0.0), dim=dim)
     return weights.masked_fill(empty, 0.0)
 
@@ -115,7 +115,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     _check_broadcast(attn_mask.shape, query.shape[:-1] + (S,), "attn_mask", "(..., L, S)")
     # PyTorch's kernels return NaN for a query with no admissible key. Open one
     # key for such rows so the kernel stays finite, then zero their output.
-    allowed = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
+    allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
     empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L, 1)
     if not bool(empty.any()):  # the usual case: the mask goes to the kernel as it is
         return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=p, scale=scale), None

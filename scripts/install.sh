@@ -134,6 +134,11 @@ install_all() {
 build_site() {
     say "jupyter-book build (output: _build/html)"
     (cd "$SITE_ROOT" && jupyter-book build --all . -W --keep-going) || die "the website build failed"
+    # the playground's models (book/playground.md), from the models the notebooks just cached,
+    # checked against PyTorch on every test sentence (the numbers land in its manifest.json)
+    say "python -m attention export-web"
+    (cd "$SITE_ROOT" && python -m attention export-web --out _build/html/playground-models) ||
+        die "exporting the playground's models failed"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

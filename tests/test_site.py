@@ -20,6 +20,7 @@ an exercise's solution is hidden until its toggle is clicked.
 from __future__ import annotations
 
 import functools
+import json
 import http.server
 import os
 import re
@@ -502,4 +503,44 @@ def test_solution_toggle(open_page):
     assert button.get_attribute("aria-expanded") == "true"
     button.click()
     body.wait_for(state="hidden", timeout=5_000)
+    assert not log.problems(), log.problems()
+
+
+# --------------------------------------------------------------------------- the playground
+
+PLAYGROUND_PAGE = "book/playground.html"
+
+
+def _playground_examples(name: str) -> list[dict]:
+    path = SITE / "playground-models" / name / "vocab.json"
+    if not path.exists():
+        pytest.fail(f"no {path}: the site build exports the playground's models (python -m attention export-web)")
+    return json.loads(path.read_text(encoding="utf-8"))["examples"]
+
+
+@pytest.mark.parametrize("model", ["dates", "hsk"])
+def test_playground_translates_like_the_python_model(open_page, model):
+    """Type a test sentence (a date, a Chinese sentence): the page's output is the Python model's
+    greedy output, the map has one row per output token and one column per source token, and no
+    request leaves the site."""
+    page, log = open_page(PLAYGROUND_PAGE)
+    root = page.locator("#playground")
+    page.wait_for_function("() => ['true', 'error'].includes(document.getElementById('playground').dataset.ready)",
+                           timeout=60_000)
+    assert root.get_attribute("data-ready") == "true", page.locator(".pg-status").inner_text()
+    print(f"playground ready {root.get_attribute('data-load-ms')} ms after its script started")
+    page.select_option(".pg-model", model)
+    for example in _playground_examples(model)[:3]:
+        page.fill(".pg-input", example["text"])
+        page.click(".pg-go")
+        page.wait_for_function("() => document.querySelector('.pg-output').dataset.tokens", timeout=30_000)
+        tokens = json.loads(page.locator(".pg-output").get_attribute("data-tokens"))
+        assert tokens == example["output"], (example["text"], tokens, example["output"])
+        assert page.locator(".pg-heatmap tbody tr").count() == len(tokens)
+        assert page.locator(".pg-heatmap thead th").count() == len(example["tokens"])
+    page.locator(".pg-heatmap tbody tr").first.hover()
+    assert page.locator(".pg-step").inner_text().startswith("step 1")
+    page.fill(".pg-input", "   ")
+    page.click(".pg-go")
+    assert "first" in page.locator(".pg-status").inner_text()
     assert not log.problems(), log.problems()

@@ -1,0 +1,90 @@
+"""The playground (book/playground.md): the book's RNNsearch models exported to ONNX
+(``python -m attention export-web``), tokenised in JavaScript as in Python, and equal to PyTorch.
+
+The browser half (the page types a sentence and a date and gets the Python model's output) is in
+tests/test_site.py."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from babel.dates import format_date
+from conftest import load_or_skip
+
+from attention import experiments as ex
+from attention import webexport
+from attention.webexport import OnnxTranslator, parity, tokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILT = ROOT / "_build" / "html" / "playground-models"
+ORT_VENDORED = ROOT / "_build" / "html" / "vendor" / "onnxruntime"
+
+
+@pytest.fixture(scope="module")
+def dates():
+    return ex.dates_data(n=4000)
+
+
+def test_dates_tokenize_as_the_data_does_from_the_text_people_write(dates):
+    for pair in dates.valid + dates.test:
+        written = format_date(pair.date, format=pair.style, locale=pair.language)  # CLDR, as babel writes it
+        assert tokenize(written, "dates", dates.src_vocab) == list(pair.src), written
+
+
+def test_the_dates_tokenizer_cuts_letter_runs_into_known_pieces(dates):
+    v = dates.src_vocab
+    assert tokenize("1984年3月27日星期二", "dates", v) == ["1984", "年", "3", "月", "27", "日", "星期二"]
+    assert tokenize("27. März 2024", "dates", v) == ["27", ".", "März", "2024"]
+    assert tokenize("Zorglub 3", "dates", v) == ["Zorglub", "3"]  # unknown: one token, read as <unk>
+    with pytest.raises(ValueError, match="tokenizer must be"):
+        tokenize("x", "words", v)
+
+
+def test_chinese_is_read_character_by_character():
+    data = load_or_skip(ex.hsk_data)
+    for pair in data.test[:200]:
+        assert tokenize(pair.meta["src_text"], "chars") == list(pair.src)
+
+
+def test_only_rnnsearch_models_are_exported(dates, tmp_path):
+    luong = ex.build_model(dates, attention="general", model="luong")
+    with pytest.raises(ValueError, match="the playground exports RNNsearch"):
+        webexport.export_model(luong, dates, tmp_path, "dates")
+
+
+def test_the_exported_date_model_decodes_like_pytorch(dates, tmp_path):
+    model, data = webexport.playground_model("dates")
+    entry = webexport.export_model(model, data, tmp_path, "dates")
+    assert set(entry["files"]) == {"encoder.onnx", "step.onnx", "vocab.json"}
+    meta = json.loads((tmp_path / "dates" / "vocab.json").read_text())
+    assert meta["src"] == data.src_vocab.itos and meta["examples"][0]["tokens"] == list(data.test[0].src)
+    result = parity(model, data, OnnxTranslator.load(tmp_path / "dates"), data.test[:80], max_len=12)
+    assert result["token_agreement"] >= 0.99 and result["max_weight_diff"] <= 1e-4, result
+
+
+def _built_manifest():
+    path = BUILT / "manifest.json"
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no {path}: scripts/test.sh builds the site, which exports the playground's models")
+        pytest.skip("no site build (bash scripts/build-site.sh exports the playground's models)")
+    return json.loads(path.read_text())
+
+
+def test_the_sites_models_equal_pytorch_on_the_whole_test_split():
+    manifest = _built_manifest()
+    assert set(manifest["models"]) == set(webexport.PLAYGROUND)
+    for name, entry in manifest["models"].items():
+        p = entry["parity"]
+        assert p["token_agreement"] >= 0.99, (name, p)
+        assert p["max_weight_diff"] <= 1e-4, (name, p)
+        assert p["sentences"] >= 100, (name, p)
+
+
+def test_the_playground_adds_under_25_mb_to_the_site():
+    _built_manifest()
+    files = [f for folder in (BUILT, ORT_VENDORED) for f in folder.rglob("*") if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    print(f"playground assets: {size / 2**20:.1f} MB in {len(files)} files")
+    assert size < 25 * 2**20, f"{size / 2**20:.1f} MB"
