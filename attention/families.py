@@ -305,16 +305,18 @@ def _han(name: str) -> FamilyExample:
 def _memn2n(name: str) -> FamilyExample:
     """The end-to-end memory network (``attention/models/memn2n.py``): hops ``(B, K, N)`` over a story."""
     model = build(name, dict(vocab=20, answers=6, embed_dim=8, hops=2, memory_size=4))
-    story, _ = _document(20)
-    question, _ = _document(20, N=1)
-    question = question[:, 0]  # (B, J)
-    return _classifier(name, model, (story, question), 6, _named("hops"), story.numel() + question.numel())
+    return _reader(name, model)
 
 
 @_family("dmn")
 def _dmn(name: str) -> FamilyExample:
     """The dynamic memory network (``attention/models/dmn.py``): gates ``(B, P, N)`` per pass."""
     model = build(name, dict(vocab=20, answers=6, embed_dim=8, hidden_dim=12, gate_dim=10, passes=2))
+    return _reader(name, model)
+
+
+def _reader(name: str, model: nn.Module) -> FamilyExample:
+    """A story of 4 sentences and a question, 6 answers: what memory networks read; map ``"hops"``."""
     story, _ = _document(20)
     question, _ = _document(20, N=1)
     question = question[:, 0]  # (B, J)
