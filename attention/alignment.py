@@ -14,22 +14,25 @@ reads), together with the best AER any single layer-and-head map reaches.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 
 import torch
 
 from .ablation import CONVERGED, count, exact_match
+from .checkpoints import save_checkpoint
 from .comparison import COMPARISON, match_transformer, transformer_config
 from .device import setup
 from .experiments import alignment_error_rate, dates_data, fit
 from .metrics import aer
 from .data import collate
 from .models import build
-from .results import PartialRuns, load_result, mean_sd, pieces_status, record_result, run_missing, variant_seed_keys
+from .results import (PartialRuns, load_result, mean_sd, model_path, pieces_status, record_result, run_missing,
+                      variant_seed_keys)
 from .tasks.translation import attention_links
 
-__all__ = ["ALIGNMENT", "run_alignment", "alignment_status", "head_aers"]
+__all__ = ["ALIGNMENT", "run_alignment", "alignment_status", "head_aers", "alignment_model_path"]
 
 ALIGNMENT = {"seeds": [0, 1, 2], "variants": ["transformer"], "reference": "bahdanau-additive",
              **{k: CONVERGED[k] for k in ("dates_n", "dates_hidden_dim", "batch_size", "window", "dates_patience")},
@@ -52,7 +55,12 @@ def head_aers(model, data, pairs=None) -> dict[str, float]:
     return out
 
 
-def _run(data, recipe: dict, d_model: int, seed: int, device) -> dict:
+def alignment_model_path(directory: str | Path | None = None) -> Path:
+    """Where the seed-0 Transformer of the record is kept (the playground exports it)."""
+    return model_path("transformer-alignment", "transformer", directory)
+
+
+def _run(data, recipe: dict, d_model: int, seed: int, device, directory=None) -> dict:
     setup(seed)
     torch.manual_seed(seed)
     t = recipe["transformer"]
@@ -60,6 +68,8 @@ def _run(data, recipe: dict, d_model: int, seed: int, device) -> dict:
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], seed=seed, device=device,
                   progress=False, patience=recipe["dates_patience"], lr=t["lr"], warmup=t["warmup"],
                   betas=tuple(t["betas"]), loss=functools.partial(data.loss, label_smoothing=t["label_smoothing"]))
+    if seed == 0:
+        save_checkpoint(alignment_model_path(directory), copy.deepcopy(model).cpu(), recipe=recipe)
     heads = head_aers(model, data)
     return {"accuracy": exact_match(model, data), "aer": alignment_error_rate(model, data),
             "aer_aligned": alignment_error_rate(model, data, aligned_only=True),
@@ -81,7 +91,7 @@ def run_alignment(directory: str | Path | None = None, progress: bool = False, r
     target = load_result("ablation-converged")["metrics"]["summary"]["dates"][recipe["reference"]]["parameters"]
     d_model = match_transformer(data, target, recipe)
     runs = run_missing(PartialRuns("transformer-alignment", recipe, directory), variant_seed_keys(recipe),
-                       lambda v, seed: _run(data, recipe, d_model, seed, device), progress, reverse)
+                       lambda v, seed: _run(data, recipe, d_model, seed, device, directory), progress, reverse)
     if runs is None:
         return None
     cell = {m: mean_sd([r[m] for r in runs]) for m in ("accuracy", "aer", "aer_aligned", "best_head_aer",

@@ -3,15 +3,16 @@
     python -m attention export-web --out _build/html/playground-models
 
 For each model of :data:`PLAYGROUND` it writes ``<out>/<name>/encoder.onnx`` (the source, once),
-``<out>/<name>/step.onnx`` (one decoder step: the previous word and state in, the logits, the new
-state and **the step's attention weights** out) and ``<out>/<name>/vocab.json`` (vocabularies, the
+``<out>/<name>/step.onnx`` (one decoder step: for RNNsearch the previous word and state in, the
+logits, the new state and **the step's attention weights** out; for the Transformer the prefix in,
+the logits and the last position's cross-attention of every layer and head out) and ``<out>/<name>/vocab.json`` (vocabularies, the
 tokenizer, examples with the torch model's own outputs), plus ``<out>/manifest.json``. The page
 ``book/playground.md`` runs them with onnxruntime-web, greedy decoding written in JavaScript the
 way :func:`attention.models.decoding.greedy` decodes.
 
-The models are the chapters' own, read from the model cache that building the book fills
-(chapter 3 trains both; :func:`playground_model` retrains one with the chapter's recipe if the
-cache lacks it). Parity is measured, not assumed: :func:`parity` decodes the test split with
+The models are the chapters' own: chapter 3's two RNNsearch models from the model cache that
+building the book fills (:func:`playground_model` retrains one with the chapter's recipe if the
+cache lacks it), and chapter 10's recorded date Transformer (seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
 difference of the attention weights.
 """
@@ -29,6 +30,8 @@ import torch
 from babel.dates import format_date
 from torch import Tensor, nn
 
+from .alignment import ALIGNMENT, alignment_model_path
+from .checkpoints import load_checkpoint
 from .data import Vocab
 from .experiments import TRANSLATION_RECIPE, build_model, dates_data, fit_cached, hsk_data, translate
 from .models.interface import EncoderMemory
@@ -41,6 +44,8 @@ PLAYGROUND = {
     "dates": {"title": "Dates in Chinese, French, German or English → ISO (chapters 3 and 9)",
               "tokenizer": "dates", "max_len": 12},
     "hsk": {"title": "Chinese → English: RNNsearch (chapter 3)", "tokenizer": "chars", "max_len": 40},
+    "dates-transformer": {"title": "Dates → ISO: the Transformer (chapters 6 and 10), every layer and head",
+                          "tokenizer": "dates", "max_len": 12},
 }
 
 #: a dates source: digits, a run of letters (with the dot of an abbreviation), or one mark
@@ -57,6 +62,12 @@ def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]
         data = hsk_data()
         model = build_model(data, attention="additive").to(device)
         model, _ = fit_cached(model, data, device=device, progress=False, **TRANSLATION_RECIPE)
+    elif name == "dates-transformer":  # chapter 10's recorded Transformer, seed 0, kept with the package
+        data = dates_data(n=ALIGNMENT["dates_n"], seed=0)
+        path = alignment_model_path()
+        if not path.exists():
+            raise FileNotFoundError(f"no {path}: `python -m attention alignment` keeps its seed-0 model there")
+        model, _ = load_checkpoint(path, expect="transformer", map_location=device)
     else:
         raise ValueError(f"unknown playground model {name!r}; choose one of {sorted(PLAYGROUND)}")
     return model.eval(), data
@@ -132,13 +143,55 @@ class _Step(nn.Module):
         return step.logits, step.state, step.weights
 
 
+class _TransformerEncoder(nn.Module):
+    """The Transformer's encoder stack for one unpadded source: ``src (1, S)`` -> memory ``(1, S, E)``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: Tensor) -> Tensor:
+        memory, _ = self.model.encoder_stack(self.model.embed(src, self.model.src_embed))
+        return memory
+
+
+class _TransformerStep(nn.Module):
+    """One decoding step of the Transformer over the whole prefix ``(1, T)`` (causal, so the last
+    position is what a cached step computes): its logits ``(1, V)`` and the cross-attention of the
+    last position in every layer and head, ``(1, layers, H, S)``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, prefix: Tensor, memory: Tensor) -> tuple[Tensor, Tensor]:
+        m = self.model
+        hidden, _, cross = m.decoder_stack(m.embed(prefix, m.tgt_embed), memory, need_weights=True)
+        return m.output(hidden[:, -1]), torch.stack([c[:, :, -1] for c in cross], 1)
+
+
+def _export_transformer(model: nn.Module, src: Tensor, folder: Path) -> None:
+    with torch.no_grad():
+        memory = _TransformerEncoder(model)(src)
+        torch.onnx.export(_TransformerEncoder(model), (src,), folder / "encoder.onnx", input_names=["src"],
+                          output_names=["memory"], opset_version=17, dynamo=False,
+                          dynamic_axes={"src": {1: "S"}, "memory": {1: "S"}})
+        prefix = torch.tensor([[model.cfg.bos_id, model.cfg.bos_id]])
+        torch.onnx.export(_TransformerStep(model), (prefix, memory), folder / "step.onnx",
+                          input_names=["prefix", "memory"], output_names=["logits", "cross"], opset_version=17,
+                          dynamo=False, dynamic_axes={"prefix": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}})
+
+
 def _check_exportable(model: nn.Module) -> None:
+    if type(model).__name__ == "Transformer":
+        return
     cfg = model.cfg
     problems = [f"{k}={getattr(cfg, k)!r}" for k, ok in (("cell", cfg.cell == "gru"), ("attention", cfg.attention == "additive"),
                                                        ("reverse_source", not cfg.reverse_source),
                                                        ("bidirectional", cfg.bidirectional)) if not ok]
     if type(model).__name__ != "Seq2Seq" or problems:
-        raise ValueError(f"the playground exports RNNsearch (seq2seq, GRU, additive, bidirectional); got "
+        raise ValueError(f"the playground exports RNNsearch (seq2seq, GRU, additive, bidirectional) or the "
+                         f"Transformer; got "
                          f"{type(model).__name__} with {', '.join(problems) or 'another class'}")
 
 
@@ -149,6 +202,25 @@ def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
     folder = Path(out) / name
     folder.mkdir(parents=True, exist_ok=True)
     src = torch.tensor([data.src_vocab.encode(data.test[0].src)])  # (1, S)
+    transformer = type(model).__name__ == "Transformer"
+    if transformer:
+        _export_transformer(model, src, folder)
+    else:
+        _export_rnnsearch(model, src, folder)
+    spec = PLAYGROUND[name]
+    examples = _examples(model, data, spec)
+    vocab = {"name": name, "title": spec["title"], "tokenizer": spec["tokenizer"], "max_len": spec["max_len"],
+             "kind": "transformer" if transformer else "rnnsearch",
+             "layers": model.cfg.decoder_layers if transformer else 1,
+             "heads": model.cfg.num_heads if transformer else 1,
+             "src": data.src_vocab.itos, "tgt": data.tgt_vocab.itos,
+             "pad_id": model.cfg.pad_id, "unk_id": Vocab.unk_id, "bos_id": model.cfg.bos_id,
+             "eos_id": model.cfg.eos_id, "examples": examples}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    return {"files": {f.name: f.stat().st_size for f in sorted(folder.iterdir())}}
+
+
+def _export_rnnsearch(model: nn.Module, src: Tensor, folder: Path) -> None:
     with torch.no_grad():
         states, keys, s0 = _Encoder(model)(src)
         torch.onnx.export(_Encoder(model), (src,), folder / "encoder.onnx", input_names=["src"],
@@ -159,14 +231,6 @@ def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
                           input_names=["y_prev", "s_prev", "states", "keys"],
                           output_names=["logits", "state", "weights"], opset_version=17, dynamo=False,
                           dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights": {1: "S"}})
-    spec = PLAYGROUND[name]
-    examples = _examples(model, data, spec)
-    vocab = {"name": name, "title": spec["title"], "tokenizer": spec["tokenizer"], "max_len": spec["max_len"],
-             "src": data.src_vocab.itos, "tgt": data.tgt_vocab.itos,
-             "pad_id": model.cfg.pad_id, "unk_id": Vocab.unk_id, "bos_id": model.cfg.bos_id,
-             "eos_id": model.cfg.eos_id, "examples": examples}
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    return {"files": {f.name: f.stat().st_size for f in sorted(folder.iterdir())}}
 
 
 def _examples(model, data, spec, n: int = 6) -> list[dict]:
@@ -191,6 +255,7 @@ class OnnxTranslator:
     step: object
     bos_id: int
     eos_id: int
+    kind: str = "rnnsearch"  # or "transformer"
 
     @classmethod
     def load(cls, folder: str | Path) -> "OnnxTranslator":
@@ -201,10 +266,13 @@ class OnnxTranslator:
         options.intra_op_num_threads = 1
         sessions = [ort.InferenceSession(str(folder / f), options, providers=["CPUExecutionProvider"])
                     for f in ("encoder.onnx", "step.onnx")]
-        return cls(*sessions, meta["bos_id"], meta["eos_id"])
+        return cls(*sessions, meta["bos_id"], meta["eos_id"], meta.get("kind", "rnnsearch"))
 
     def greedy(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
-        """Token ids (without ``<eos>``) and the weights of every step ``(steps, S)``."""
+        """Token ids (without ``<eos>``) and the weights of every step: ``(steps, S)`` for RNNsearch,
+        ``(steps, layers, H, S)`` for the Transformer."""
+        if self.kind == "transformer":
+            return self._greedy_transformer(src_ids, max_len)
         states, keys, state = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
         y, out, weights = self.bos_id, [], []
         for _ in range(max_len):
@@ -216,6 +284,18 @@ class OnnxTranslator:
                 break
             out.append(y)
         return out, np.stack(weights)
+
+    def _greedy_transformer(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
+        (memory,) = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
+        prefix, weights = [self.bos_id], []
+        for _ in range(max_len):
+            logits, cross = self.step.run(None, {"prefix": np.array([prefix], dtype=np.int64), "memory": memory})
+            y = int(logits[0].argmax())
+            weights.append(cross[0])
+            if y == self.eos_id:
+                break
+            prefix.append(y)
+        return prefix[1:], np.stack(weights)
 
 
 def _onnxruntime():
@@ -239,6 +319,8 @@ def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, 
     worst = 0.0
     for pair, ref in zip(pairs, torch_out):
         ids, weights = translator.greedy(data.src_vocab.encode(pair.src), max_len)
+        if weights.ndim == 4:  # (steps, layers, H, S): translate() keeps the last layer's mean over heads
+            weights = weights[:, -1].mean(1)
         mine = data.tgt_vocab.decode(ids)
         theirs = ref.hypothesis
         n = max(len(mine), len(theirs))

@@ -53,14 +53,25 @@ def test_only_rnnsearch_models_are_exported(dates, tmp_path):
         webexport.export_model(luong, dates, tmp_path, "dates")
 
 
-def test_the_exported_date_model_decodes_like_pytorch(dates, tmp_path):
-    model, data = webexport.playground_model("dates")
-    entry = webexport.export_model(model, data, tmp_path, "dates")
+@pytest.mark.parametrize("name", ["dates", "dates-transformer"])
+def test_the_exported_date_models_decode_like_pytorch(name, tmp_path):
+    """RNNsearch (encoder + one step with its state) and the Transformer (encoder + the prefix's last
+    position, every layer's and head's cross-attention) give PyTorch's greedy outputs and weights."""
+    model, data = webexport.playground_model(name)
+    entry = webexport.export_model(model, data, tmp_path, name)
     assert set(entry["files"]) == {"encoder.onnx", "step.onnx", "vocab.json"}
-    meta = json.loads((tmp_path / "dates" / "vocab.json").read_text())
+    meta = json.loads((tmp_path / name / "vocab.json").read_text())
     assert meta["src"] == data.src_vocab.itos and meta["examples"][0]["tokens"] == list(data.test[0].src)
-    result = parity(model, data, OnnxTranslator.load(tmp_path / "dates"), data.test[:80], max_len=12)
+    translator = OnnxTranslator.load(tmp_path / name)
+    result = parity(model, data, translator, data.test[:80], max_len=12)
     assert result["token_agreement"] >= 0.99 and result["max_weight_diff"] <= 1e-4, result
+    _, weights = translator.greedy(data.src_vocab.encode(data.test[0].src), 12)
+    if name == "dates-transformer":
+        assert meta["kind"] == "transformer" and weights.shape[1:] == (meta["layers"], meta["heads"],
+                                                                       len(data.test[0].src))
+    else:
+        assert meta["kind"] == "rnnsearch" and weights.shape[1:] == (len(data.test[0].src),)
+    torch.testing.assert_close(torch.from_numpy(weights).sum(-1), torch.ones(weights.shape[:-1]))
 
 
 def _built_manifest():

@@ -518,7 +518,7 @@ def _playground_examples(name: str) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["examples"]
 
 
-@pytest.mark.parametrize("model", ["dates", "hsk"])
+@pytest.mark.parametrize("model", ["dates", "hsk", "dates-transformer"])
 def test_playground_translates_like_the_python_model(open_page, model):
     """Type a test sentence (a date, a Chinese sentence): the page's output is the Python model's
     greedy output, the map has one row per output token and one column per source token, and no
@@ -538,6 +538,13 @@ def test_playground_translates_like_the_python_model(open_page, model):
         assert tokens == example["output"], (example["text"], tokens, example["output"])
         assert page.locator(".pg-heatmap tbody tr").count() == len(tokens)
         assert page.locator(".pg-heatmap thead th").count() == len(example["tokens"])
+    if model == "dates-transformer":  # every layer's and head's cross-attention, mean of the heads first
+        assert page.locator(".pg-heads").is_visible()
+        before = page.locator(".pg-map").inner_text()
+        page.select_option(".pg-head", "0")
+        assert page.locator(".pg-map").inner_text() != before
+    else:
+        assert not page.locator(".pg-heads").is_visible()
     page.locator(".pg-heatmap tbody tr").first.hover()
     assert page.locator(".pg-step").inner_text().startswith("step 1")
     page.fill(".pg-input", "   ")

@@ -14,6 +14,7 @@
   const MAX_TOKENS = 60;
   const loaded = {};
   let manifest = null;
+  let last = null;  // the Transformer's last result, redrawn when the layer or head changes
 
   // --- tokenisation, as attention/webexport.py:tokenize -------------------------------------
   const DATE_CHUNK = /[0-9]+|[\p{L}\p{Nl}\p{No}]+\.?|[^\p{L}\p{N}\s_]/gu;
@@ -53,6 +54,38 @@
     return loaded[name];
   }
   const ids = (xs) => new ort.Tensor("int64", BigInt64Array.from(xs.map((x) => BigInt(x))), [1, xs.length]);
+
+  // The Transformer: the step graph reads the whole prefix and returns the last position's
+  // cross-attention of every layer and head, (1, layers, H, S).
+  async function greedyTransformer(m, srcIds) {
+    const v = m.vocab;
+    const { memory } = await m.encoder.run({ src: ids(srcIds) });
+    const prefix = [v.bos_id], out = [], maps = [];
+    for (let t = 0; t < v.max_len; t++) {
+      const r = await m.step.run({ prefix: ids(prefix), memory });
+      const logits = r.logits.data;
+      let best = 0;
+      for (let k = 1; k < logits.length; k++) if (logits[k] > logits[best]) best = k;
+      if (best === v.eos_id) break;
+      out.push(best);
+      maps.push(Float32Array.from(r.cross.data));
+      prefix.push(best);
+    }
+    return { out, maps };
+  }
+
+  // The weights of every step for the chosen layer and head ("mean": the heads' average).
+  function selectedWeights(m, maps, S) {
+    const H = m.vocab.heads, layer = Number($(".pg-layer").value), head = $(".pg-head").value;
+    return maps.map((cross) => {
+      const row = new Array(S).fill(0);
+      for (let h = 0; h < H; h++) {
+        if (head !== "mean" && Number(head) !== h) continue;
+        for (let i = 0; i < S; i++) row[i] += cross[(layer * H + h) * S + i] / (head === "mean" ? H : 1);
+      }
+      return row;
+    });
+  }
 
   async function greedy(m, srcIds) {
     const v = m.vocab;
@@ -110,6 +143,7 @@
     const text = $(".pg-input").value;
     $(".pg-output").textContent = "";
     $(".pg-output").dataset.tokens = "";
+    last = null;
     $(".pg-map").replaceChildren();
     $(".pg-step").textContent = "";
     if (!text.trim()) { status("Type a sentence (or pick an example) first.", "error"); return; }
@@ -121,7 +155,16 @@
     if (unknown.every(Boolean)) { status("None of these tokens is known to this model: try one of the examples.", "error"); return; }
     const srcIds = src.map((t) => m.vocab.stoi.get(t) ?? m.vocab.unk_id);
     const start = performance.now();
-    const { out, weights } = await greedy(m, srcIds);
+    let out, weights;
+    if (m.vocab.kind === "transformer") {
+      const r = await greedyTransformer(m, srcIds);
+      out = r.out;
+      last = { m, src, unknown, outTokens: out.map((k) => m.vocab.tgt[k]), maps: r.maps };
+      weights = selectedWeights(m, r.maps, src.length);
+    } else {
+      ({ out, weights } = await greedy(m, srcIds));
+      last = null;
+    }
     const outTokens = out.map((k) => m.vocab.tgt[k]);
     const joiner = m.vocab.tokenizer === "dates" ? "" : " ";
     $(".pg-output").textContent = outTokens.join(joiner) || "(nothing: the model ended at once)";
@@ -132,17 +175,34 @@
            (unk ? `; ${unk} source token(s) unknown to the model (underlined), read as <unk>` : ""), "ok");
   }
 
+  function redraw() {
+    if (!last) return;
+    const weights = selectedWeights(last.m, last.maps, last.src.length);
+    $(".pg-map").replaceChildren(heatmap(last.src, last.unknown, last.outTokens, weights));
+  }
+
+  function showHeads(m) {
+    const box = $(".pg-heads");
+    box.hidden = m.vocab.kind !== "transformer";
+    if (box.hidden) return;
+    const layer = $(".pg-layer"), head = $(".pg-head");
+    layer.replaceChildren(...Array.from({ length: m.vocab.layers }, (_, l) => new Option(`layer ${l + 1}`, l)));
+    layer.value = String(m.vocab.layers - 1);
+    head.replaceChildren(new Option("mean of the heads", "mean"),
+                         ...Array.from({ length: m.vocab.heads }, (_, h) => new Option(`head ${h + 1}`, h)));
+  }
+
   function showExamples(name) {
     const box = $(".pg-examples");
     box.replaceChildren();
-    load(name).then((m) => m.vocab.examples.forEach((ex) => {
+    load(name).then((m) => { showHeads(m); m.vocab.examples.forEach((ex) => {
       const b = document.createElement("button");
       b.type = "button";
       b.className = "pg-example";
       b.textContent = ex.text;
       b.addEventListener("click", () => { $(".pg-input").value = ex.text; translate(); });
       box.appendChild(b);
-    }));
+    }); });
   }
 
   async function start() {
@@ -161,6 +221,8 @@
       await load(picker.value);
       picker.addEventListener("change", () => showExamples(picker.value));
       $(".pg-go").addEventListener("click", translate);
+      $(".pg-layer").addEventListener("change", redraw);
+      $(".pg-head").addEventListener("change", redraw);
       $(".pg-input").addEventListener("keydown", (e) => { if (e.key === "Enter") translate(); });
       showExamples(picker.value);
       root.dataset.loadMs = String(Math.round(performance.now() - t0));
