@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from .alignment import ALIGNMENT, alignment_model_path
 from .checkpoints import load_checkpoint
 from .data import Vocab
+from .device import seed_everything, set_threads
 from .experiments import TRANSLATION_RECIPE, build_model, dates_data, fit_cached, hsk_data, translate
 from .models.interface import EncoderMemory
 
@@ -53,7 +54,13 @@ DATE_CHUNK = re.compile(r"[0-9]+|[^\W\d_]+\.?|[^\w\s]")
 
 
 def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]:
-    """``(model, data)`` of a playground model: chapter 3's, from the model cache."""
+    """``(model, data)`` of a playground model: chapter 3's, from the model cache.
+
+    Seeds and one CPU thread first, as the chapter's notebook does (``attention.setup``): the cache
+    key does not hold the thread count, and a model trained here on the cache's behalf must be the
+    notebook's own."""
+    seed_everything(0)
+    set_threads(1)
     if name == "dates":
         data = dates_data(n=4000)
         model = build_model(data, attention="additive", embed_dim=64, hidden_dim=64, dropout=0.1).to(device)
