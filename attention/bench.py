@@ -172,10 +172,9 @@ def kernel_rows(device: torch.device, dtype: torch.dtype, B: int, H: int, L: int
          lambda: our_layer(x, key_padding_mask=pad)[0],
          lambda: their_layer(x, src_key_padding_mask=pad), [x]),
     ]
+    params = [p for m in (ours, theirs, our_layer, their_layer) for p in m.parameters()]
     rows = []
     for case, reference, mine, ref, leaves in cases:
-        params = list(ours.parameters()) + list(theirs.parameters()) + list(our_layer.parameters()) + list(
-            their_layer.parameters())
         rows.append(_pair("kernels", case, size, dtype, _fwd_bwd(mine, leaves + params),
                           _fwd_bwd(ref, leaves + params), device, repeat, reference))
     return rows
@@ -262,7 +261,7 @@ def run_benchmark(devices: list[str] | None = None, quick: bool = False, record:
             print(format_rows(rows, _device_label(device)))
     wall = time.perf_counter() - start
     if record:
-        _record(results, quick, wall, directory)
+        _record(results, quick, repeat, wall, directory)
     return results
 
 
@@ -272,7 +271,7 @@ def _device_label(device: torch.device) -> str:
     return f"cpu: {torch.get_num_threads()} thread(s)"
 
 
-def _record(results: dict[str, list[Row]], quick: bool, wall: float, directory) -> dict:
+def _record(results: dict[str, list[Row]], quick: bool, repeat: int, wall: float, directory) -> dict:
     """Write ``benchmark``, keeping the sections of devices this run did not measure."""
     metrics = {}
     try:
@@ -285,7 +284,7 @@ def _record(results: dict[str, list[Row]], quick: bool, wall: float, directory) 
                          "rows": [r.as_dict() for r in rows]}
     device = "cuda" if "cuda" in results else "cpu"
     return record_result("benchmark", command="python -m attention bench" + (" --quick" if quick else ""),
-                         recipe={"goals": GOALS, "repeat": 3 if quick else 7, "timing": "best of repeat, fwd+bwd"},
+                         recipe={"goals": GOALS, "repeat": repeat, "timing": "best of repeat, fwd+bwd"},
                          seeds=[0], metrics=metrics, wall_seconds=wall, device=device, directory=directory,
                          notes="ratios are ours / the reference's; memory: CUDA peak above the allocation "
                                "before the pass, or (local rows) the bytes autograd saves")

@@ -5,10 +5,12 @@ Also the table of notebook execution times printed at the end of the run
 """
 import os
 import pickle
+import re
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -16,7 +18,28 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 NOTEBOOK_TIMES = pytest.StashKey[list]()
 SLOW_NOTEBOOK_S = 120  # the most one notebook may take on the 2-core CPU (tests/test_time_budget.py)
 BOOK_BUDGET_S = 20 * 60  # the most all of them together may take
-SPHINX_ENV = Path(__file__).resolve().parents[1] / "_build" / ".doctrees" / "environment.pickle"
+ROOT = Path(__file__).resolve().parents[1]
+SPHINX_ENV = ROOT / "_build" / ".doctrees" / "environment.pickle"
+
+
+def toc_docs() -> list[str]:
+    """Every document of _toc.yml, root first, without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    found: list[str] = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                found.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    docs = [re.sub(r"\.(md|ipynb|rst)$", "", f) for f in found]
+    return list(dict.fromkeys(docs))
 
 
 def build_run_times():

@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from conftest import toc_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
@@ -79,26 +80,6 @@ def _unavailable(reason: str):
 # ---------------------------------------------------------------------------
 # What the site should contain, from the book's own configuration files
 
-def _toc_files() -> list[str]:
-    """Every document of _toc.yml, root first, without suffix."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    found: list[str] = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                found.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    docs = [re.sub(r"\.(md|ipynb|rst)$", "", f) for f in found]
-    return list(dict.fromkeys(docs))
-
-
 def _colab_base() -> str:
     """Colab URL prefix of a notebook, derived from _config.yml's repository."""
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -112,7 +93,7 @@ def _colab_base() -> str:
     )
 
 
-TOC_DOCS = _toc_files()
+TOC_DOCS = toc_docs()
 PAGES = [f"{doc}.html" for doc in TOC_DOCS]
 NOTEBOOK_DOCS = [d for d in TOC_DOCS if (ROOT / f"{d}.ipynb").is_file() or d.startswith("notebooks/")]
 

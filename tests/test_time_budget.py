@@ -8,25 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import BOOK_BUDGET_S, SLOW_NOTEBOOK_S, build_run_times
+from conftest import BOOK_BUDGET_S, SLOW_NOTEBOOK_S, build_run_times, toc_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _toc_notebooks() -> list[str]:
     """The docnames of every notebook page in _toc.yml (notebooks/...)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = []
-
-    def walk(entries):
-        for e in entries:
-            if "file" in e:
-                files.append(e["file"])
-            walk(e.get("sections", []))
-    for part in toc["parts"]:
-        walk(part["chapters"])
-    return [f for f in files if f.startswith("notebooks/")]
+    return [doc for doc in toc_docs() if doc.startswith("notebooks/")]
 
 
 @pytest.fixture(scope="module")
