@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .device import setup
+from .device import session_seed, setup
 from .experiments import alignment_error_rate, dates_data, ding_data, evaluate, fit, hsk_data, translate
 from .models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig
 from .results import PartialRuns, mean_sd, record_result
@@ -70,10 +70,11 @@ BUDGETS = {
 }
 
 
-def build_variant(variant: Variant, data, hidden_dim: int, window: int, seed: int = 0,
+def build_variant(variant: Variant, data, hidden_dim: int, window: int, seed: int | None = None,
                   embed_dim: int | None = None, dropout: float = 0.3):
-    """A model of ``variant`` for ``data`` with the given hidden size."""
-    torch.manual_seed(seed)
+    """A model of ``variant`` for ``data`` with the given hidden size; ``seed`` (the initial
+    weights) defaults to the session's (:func:`attention.device.session_seed`)."""
+    torch.manual_seed(session_seed(seed))
     sizes = dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
                  embed_dim=embed_dim or hidden_dim, hidden_dim=hidden_dim, dropout=dropout,
                  attention_dim=hidden_dim)

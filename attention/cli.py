@@ -14,6 +14,7 @@
     python -m attention coupled                  # chapter 4: coupled vs uncoupled, 1 vs 2 attention layers (CMLA); 3 seeds
     python -m attention faithfulness             # chapter 10: do attention weights explain? perturbations, adversaries; 3 seeds
     python -m attention alignment                # chapter 10: the Transformer's cross-attention as alignment (dates); 3 seeds
+    python -m attention bands                    # the checked live-training cells: spread over CPU kernels x seeds
     python -m attention results                  # list the records and check them against the schema
     python -m attention bench [--quick]          # speed and memory against PyTorch's kernels, as ratios
     python -m attention gpu-check [--quick]      # every family and variant on the GPU (CPU parts without one)
@@ -27,7 +28,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from . import alignment, captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
+from . import alignment, bands, captioning, comparison, coupled, evaluation, hierarchical, intra, memory, multidim, nested
 from .bench import run_benchmark
 from .gpu_check import run_gpu_check
 from .webexport import PLAYGROUND, export_web
@@ -48,6 +49,7 @@ RESUMABLE = {
     "coupled": (coupled.coupled_status, coupled.run_coupled),
     "faithfulness": (evaluation.faithfulness_status, evaluation.run_faithfulness),
     "alignment": (alignment.alignment_status, alignment.run_alignment),
+    "bands": (bands.band_status, bands.measure_bands),
 }
 
 
@@ -79,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--pair", action="append", default=None, help="run only this pair (hsk, ding); repeatable")
     tr.add_argument("--heads", action="store_true", help="run the heads sweep instead")
     tr.add_argument("--status", action="store_true", help="list the runs done and missing, run nothing")
-    resumable = [_resumable(sub, name, help_, reverse=name != "nested") for name, help_ in (
+    resumable = [_resumable(sub, name, help_, reverse=name not in ("nested", "bands")) for name, help_ in (
+        ("bands", "the checked cells that train live: their numbers under every CPU kernel setting x 3 seeds"),
         ("intra", "chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines"),
         ("han", "chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings"),
         ("nested", "chapter 5: word-level vs nested word/character attention, spelling"),

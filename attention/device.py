@@ -2,6 +2,12 @@
 
 Every notebook starts with ``device = attention.setup(seed=0)``: seeds, one CPU thread,
 CUDA when there is a GPU, and figures that display themselves in Jupyter and Colab.
+
+The seed given to :func:`setup` is the session's seed (:func:`session_seed`): the builders and
+the training loop (``experiments.build_model``, ``experiments.fit``, ``ablation.build_variant``)
+use it when no seed is passed to them. ``$ATTENTION_SEED`` replaces it, so one notebook can be
+executed under other seeds without editing it: that is how ``python -m attention bands`` measures
+how much a live training cell varies (see CONTRIBUTING.md, "Numbers that travel").
 """
 from __future__ import annotations
 
@@ -13,7 +19,11 @@ import torch
 
 from .viz import show_figures_in_notebooks
 
-__all__ = ["get_device", "seed_everything", "set_threads", "setup"]
+__all__ = ["get_device", "seed_everything", "set_threads", "setup", "session_seed", "SEED_ENV"]
+
+#: the environment variable that replaces the seed a notebook gives :func:`setup`
+SEED_ENV = "ATTENTION_SEED"
+_SESSION_SEED = 0
 
 
 def get_device(prefer: str | None = None) -> torch.device:
@@ -41,8 +51,25 @@ def set_threads(n: int | None = 1) -> None:
 
 
 def setup(seed: int = 0, threads: int | None = 1, device: str | None = None) -> torch.device:
-    """Seed, set CPU threads, let figures display in notebooks; return the device to use."""
+    """Seed, set CPU threads, let figures display in notebooks; return the device to use.
+
+    ``$ATTENTION_SEED``, when set, replaces ``seed`` (and becomes :func:`session_seed`)."""
+    global _SESSION_SEED
+    override = os.environ.get(SEED_ENV, "").strip()
+    if override:
+        try:
+            seed = int(override)
+        except ValueError:
+            raise ValueError(f"${SEED_ENV} must be an integer seed, got {override!r}") from None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"setup(seed=...) takes a non-negative integer, got {seed!r}")
+    _SESSION_SEED = seed
     seed_everything(seed)
     set_threads(threads)
     show_figures_in_notebooks()
     return get_device(device)
+
+
+def session_seed(seed: int | None = None) -> int:
+    """``seed`` when given, else the seed of the last :func:`setup` (0 before any)."""
+    return _SESSION_SEED if seed is None else seed

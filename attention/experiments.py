@@ -19,9 +19,11 @@ import. Long recorded runs (:func:`convergence`) are started from the command li
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,14 +32,14 @@ from torch import nn
 
 from .checkpoints import load_checkpoint, save_checkpoint
 from .data.cache import default_cache_dir
-from .device import setup
+from .device import session_seed, setup
 from .models import build, model_name
-from .results import PartialRuns, mean_sd, record_result
+from .results import PartialRuns, environment, mean_sd, record_result
 from .tasks import (Task, Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                     decode_steps, ding_data, forced_attention, hsk_data, join_pairs, translate)
 from .train import History, LossFn, TrainConfig, train
 
-__all__ = ["fit", "fit_cached", "evaluate", "build_model", "cache_key", "package_fingerprint",
+__all__ = ["fit", "fit_cached", "fit_kept", "load_kept", "kept_path", "KEPT_DIR", "evaluate", "build_model", "cache_key", "package_fingerprint",
            "TRANSLATION_RECIPE", "CONVERGENCE", "convergence",
            # translation helpers, from attention.tasks.translation
            "TranslationData", "Translated", "hsk_data", "ding_data", "dates_data", "translate", "join_pairs",
@@ -49,20 +51,21 @@ PACKAGE_ROOT = Path(__file__).resolve().parent
 TRANSLATION_RECIPE = {"epochs": 7, "lr": 3e-3, "batch_size": 32}
 
 
-def build_model(data: TranslationData, attention: str | None = "additive", seed: int = 0,
+def build_model(data: TranslationData, attention: str | None = "additive", seed: int | None = None,
                 model: str = "seq2seq", **config) -> nn.Module:
     """A translation model (registry name ``model``) sized for ``data``'s vocabularies.
 
     Chapter defaults: E = H = 128, dropout 0.3; ``config`` overrides any config field.
+    ``seed`` (the initial weights) defaults to the session's (:func:`attention.device.session_seed`).
     """
     defaults = dict(embed_dim=128, hidden_dim=128, dropout=0.3)
-    torch.manual_seed(seed)
+    torch.manual_seed(session_seed(seed))
     return build(model, dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
                              attention=attention, **(defaults | config)))
 
 
 def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr: float = 3e-3,
-        seed: int = 0, device=None, progress: bool = True, max_seconds: float | None = None,
+        seed: int | None = None, device=None, progress: bool = True, max_seconds: float | None = None,
         on_epoch: Callable[[dict, nn.Module], None] | None = None, select: str = "metric",
         patience: int = 3, warmup: int = 0, betas: tuple[float, float] = (0.9, 0.999),
         loss: LossFn | None = None, clock: str = "wall", clip: float = 1.0) -> History:
@@ -76,9 +79,11 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
     best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`);
     ``warmup``, ``betas``, ``clock`` (what ``max_seconds`` counts) and ``clip`` (the largest gradient
     norm) are those of :class:`~attention.train.TrainConfig` (the Transformer's recipe warms the learning rate up).
+    ``seed`` (dropout and the batch order) defaults to the session's (:func:`attention.device.session_seed`).
     """
     if select not in ("metric", "loss"):
         raise ValueError(f"select must be 'metric' or 'loss', got {select!r}")
+    seed = session_seed(seed)
     device = device or next(model.parameters()).device
     model.to(device)
     torch.manual_seed(seed)
@@ -128,6 +133,20 @@ def cache_key(model: nn.Module, task: Task, **recipe) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+#: the environment variable that moves the model cache alone (the corpora stay where they are)
+MODEL_CACHE_ENV = "ATTENTION_MODEL_DIR"
+
+
+def model_cache_dir(cache_dir: str | Path | None = None) -> Path:
+    """Where :func:`fit_cached` keeps models: ``cache_dir/models`` when given, else
+    ``$ATTENTION_MODEL_DIR``, else ``models/`` in the data cache (:func:`default_cache_dir`).
+    The test command points ``$ATTENTION_MODEL_DIR`` at an empty folder, so no model trained
+    by another run (or another processor) is what makes a check pass."""
+    if cache_dir is None and os.environ.get(MODEL_CACHE_ENV):
+        return Path(os.environ[MODEL_CACHE_ENV]).expanduser()
+    return default_cache_dir(cache_dir) / "models"
+
+
 def fit_cached(model: nn.Module, task: Task, cache_dir: str | None = None,
                retrain: bool = False, **fit_args) -> tuple[nn.Module, History | None]:
     """:func:`fit`, unless the cache holds a model trained with the same key (:func:`cache_key`).
@@ -141,13 +160,99 @@ def fit_cached(model: nn.Module, task: Task, cache_dir: str | None = None,
         raise ValueError("fit_cached needs a fixed number of epochs, not max_seconds")
     device = fit_args.get("device") or next(model.parameters()).device
     recipe = {k: v for k, v in fit_args.items() if k not in ("device", "progress", "on_epoch")}
-    path = default_cache_dir(cache_dir) / "models" / f"{cache_key(model, task, **recipe)}.pt"
+    recipe["seed"] = session_seed(recipe.get("seed"))  # the default seed is the session's: part of the key
+    path = model_cache_dir(cache_dir) / f"{cache_key(model, task, **recipe)}.pt"
     if path.exists() and not retrain:
         cached, _ = load_checkpoint(path, expect=model_name(model), map_location=device)
         return cached, None
     history = fit(model, task, **fit_args)
     save_checkpoint(path, model, history=history)
     return model, history
+
+
+#: Where the book keeps the models its chapters decode with (shipped with the package).
+KEPT_DIR = PACKAGE_ROOT / "results" / "models"
+#: Set to 1 to train and write a kept model that is missing (a maintainer's step; see :func:`fit_kept`).
+KEEP_ENV = "ATTENTION_KEEP"
+
+
+def kept_path(name: str, directory: str | Path | None = None) -> Path:
+    """``attention/results/models/kept-<name>.pt``: the kept model ``name``."""
+    if not name or any(c in name for c in "/\\ ") or name.startswith("."):
+        raise ValueError(f"a kept model's name is a plain file stem like 'hsk-rnnsearch', got {name!r}")
+    return Path(directory or KEPT_DIR) / f"kept-{name}.pt"
+
+
+def _kept_identity(model: nn.Module, task: Task, fit_args: dict) -> dict:
+    recipe = {k: v for k, v in fit_args.items() if k not in ("device", "progress", "on_epoch")}
+    recipe["seed"] = session_seed(recipe.get("seed"))
+    return json.loads(json.dumps({"model": model_name(model), "config": dataclasses.asdict(model.cfg),
+                                  "task": task.fingerprint(), "recipe": recipe}, sort_keys=True, default=str))
+
+
+def load_kept(name: str, device=None, directory: str | Path | None = None) -> tuple[nn.Module, dict]:
+    """``(model, extras)`` of the kept model ``name`` in eval mode; extras hold its ``history``,
+    ``identity`` (model, config, task fingerprint, recipe) and ``trained_on`` (versions, machine)."""
+    path = kept_path(name, directory)
+    if not path.exists():
+        raise FileNotFoundError(f"no kept model {name!r} ({path}); the notebook that trains it keeps it "
+                                f"when executed with {KEEP_ENV}=1")
+    model, extra = load_checkpoint(path, map_location=device or "cpu")
+    return model.eval(), extra
+
+
+def fit_kept(name: str, model: nn.Module, task: Task, retrain: bool = False,
+             directory: str | Path | None = None, **fit_args) -> tuple[nn.Module, History]:
+    """The model the book keeps as ``name``, or ``fit(model, task, **fit_args)`` when ``retrain``.
+
+    A chapter whose figures, explorers or printed numbers come from a trained model decodes with
+    a kept one: trained once with this call's recipe, stored in ``attention/results/models/``
+    with its training history, and loaded by every reader, so what the chapter prints is the
+    same on every processor (live training differs in the last digits between CPU kernels, and
+    minutes of training turn that into another model). ``retrain=True`` trains here instead, and
+    the numbers then depend on the machine. Returns ``(model, history)`` either way; the kept
+    history is the one recorded when the model was kept.
+
+    The kept file records what it was trained from (model, config, the task's fingerprint, the
+    recipe): a call that asks for anything else is refused, naming what differs, except a call
+    under another seed (``$ATTENTION_SEED``), which trains. A missing file is an error, unless
+    ``$ATTENTION_KEEP=1``: then the model is trained and kept (the maintainer's step after changing
+    a kept model's recipe; commit the file).
+    """
+    if fit_args.get("max_seconds") is not None:
+        raise ValueError("fit_kept needs a fixed number of epochs, not max_seconds")
+    identity = _kept_identity(model, task, fit_args)
+    path = kept_path(name, directory)
+    if retrain:
+        return model, fit(model, task, **fit_args)
+    if not path.exists():
+        if os.environ.get(KEEP_ENV) != "1":
+            raise FileNotFoundError(f"no kept model {name!r} ({path}): execute this notebook with {KEEP_ENV}=1 "
+                                    "to train and keep it, or pass retrain=True to train without keeping")
+        history = fit(model, task, **fit_args)
+        versions, machine = environment(next(model.parameters()).device)
+        trained_on = json.loads(json.dumps({"versions": versions, "machine": machine,
+                                            "cpu_capability": torch.backends.cpu.get_cpu_capability()}, default=str))
+        save_checkpoint(path, copy.deepcopy(model).cpu(), history=history, identity=identity, trained_on=trained_on)
+        return model, history
+    device = fit_args.get("device") or next(model.parameters()).device
+    kept, extra = load_checkpoint(path, expect=model_name(model), map_location=device)
+    want, have = identity, extra.get("identity", {})
+    differs = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
+    if differs == ["recipe"] and {k: v for k, v in want["recipe"].items() if k != "seed"} == \
+            {k: v for k, v in have["recipe"].items() if k != "seed"}:
+        return model, fit(model, task, **fit_args)  # another seed than the kept one: train it
+    if differs:
+        def diff(a, b):  # only the fields that differ, for dicts
+            if isinstance(a, dict) and isinstance(b, dict):
+                keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                return {k: a.get(k) for k in keys}, {k: b.get(k) for k in keys}
+            return a, b
+        detail = "; ".join("{}: kept {!r}, asked {!r}".format(k, *diff(have.get(k), want.get(k))) for k in differs)
+        raise ValueError(f"the kept model {name!r} ({path}) was trained from another {' and '.join(differs)} "
+                         f"({detail[:800]}); "
+                         f"delete the file and execute the notebook with {KEEP_ENV}=1 to keep the new one")
+    return kept, extra["history"]
 
 
 #: Chapter 3's recorded run: both models trained until validation BLEU stops improving.

@@ -10,9 +10,8 @@ tokenizer, examples with the torch model's own outputs), plus ``<out>/manifest.j
 ``book/playground.md`` runs them with onnxruntime-web, greedy decoding written in JavaScript the
 way :func:`attention.models.decoding.greedy` decodes.
 
-The models are the chapters' own: chapter 3's two RNNsearch models from the model cache that
-building the book fills (:func:`playground_model` retrains one with the chapter's recipe if the
-cache lacks it), and chapter 10's recorded date Transformer (seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
+The models are the chapters' own: chapter 3's two RNNsearch models, kept with the package
+(``attention/results/models/kept-*.pt``, :func:`attention.experiments.fit_kept`), and chapter 10's recorded date Transformer (seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
 difference of the attention weights.
 """
@@ -34,7 +33,7 @@ from .alignment import ALIGNMENT, alignment_model_path
 from .checkpoints import load_checkpoint
 from .data import Vocab
 from .device import seed_everything, set_threads
-from .experiments import TRANSLATION_RECIPE, build_model, dates_data, fit_cached, hsk_data, translate
+from .experiments import dates_data, hsk_data, load_kept, translate
 from .models.interface import EncoderMemory
 
 __all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize",
@@ -54,21 +53,17 @@ DATE_CHUNK = re.compile(r"[0-9]+|[^\W\d_]+\.?|[^\w\s]")
 
 
 def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]:
-    """``(model, data)`` of a playground model: chapter 3's, from the model cache.
-
-    Seeds and one CPU thread first, as the chapter's notebook does (``attention.setup``): the cache
-    key does not hold the thread count, and a model trained here on the cache's behalf must be the
-    notebook's own."""
+    """``(model, data)`` of a playground model: the book's kept models, so the page runs on every
+    machine the model the chapters print (chapter 3's two RNNsearch models,
+    :func:`attention.experiments.fit_kept`; chapter 10's recorded date Transformer)."""
     seed_everything(0)
     set_threads(1)
     if name == "dates":
         data = dates_data(n=4000)
-        model = build_model(data, attention="additive", embed_dim=64, hidden_dim=64, dropout=0.1).to(device)
-        model, _ = fit_cached(model, data, device=device, epochs=4, progress=False)
+        model, _ = load_kept("dates-rnnsearch", device=device)
     elif name == "hsk":
         data = hsk_data()
-        model = build_model(data, attention="additive").to(device)
-        model, _ = fit_cached(model, data, device=device, progress=False, **TRANSLATION_RECIPE)
+        model, _ = load_kept("hsk-rnnsearch", device=device)
     elif name == "dates-transformer":  # chapter 10's recorded Transformer, seed 0, kept with the package
         data = dates_data(n=ALIGNMENT["dates_n"], seed=0)
         path = alignment_model_path()

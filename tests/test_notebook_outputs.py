@@ -19,6 +19,7 @@ of the run (tests/conftest.py).
 """
 import copy
 import difflib
+import os
 import pprint
 import time
 from collections import defaultdict
@@ -28,6 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from attention.bands import cell_bands, compare_banded
 from conftest import build_run_times
 from nbval.plugin import (
     coalesce_streams,
@@ -39,7 +41,10 @@ from nbval.plugin import (
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 BUILD = ROOT / "_build"
-EXECUTED = BUILD / "jupyter_execute" / "notebooks"   # myst-nb's executed copies
+# myst-nb's executed copies; $ATTENTION_EXECUTED names another folder of executed copies (the test
+# command's second execution, under another CPU kernel setting), which must then hold every notebook
+EXECUTED = Path(os.environ.get("ATTENTION_EXECUTED") or BUILD / "jupyter_execute" / "notebooks")
+OTHER_EXECUTION = bool(os.environ.get("ATTENTION_EXECUTED"))
 
 # nbval's IPyNbFile.skip_compare without --nbdime: never compared.
 SKIP_COMPARE = (
@@ -92,8 +97,11 @@ def _diff(reference, executed):
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
 
 
-def compare_outputs(reference, executed):
-    """None when nbval --nbval-lax would accept ``executed`` for ``reference``; else why not."""
+def compare_outputs(reference, executed, bands=()):
+    """None when nbval --nbval-lax would accept ``executed`` for ``reference``; else why not.
+
+    ``bands`` (a cell's declared bands, :mod:`attention.bands`): on the banded lines of its
+    ``stdout``, the decimal numbers may move within the band; everything else compares exactly."""
     ref, test = _by_field(reference), _by_field(executed)
     if set(ref) - set(test):
         return f"missing output fields in the execution: {sorted(set(ref) - set(test))}"
@@ -106,7 +114,11 @@ def compare_outputs(reference, executed):
             return (f"{len(ref_values)} '{key}' output(s) committed, {len(test_values)} executed\n"
                     f"--- committed notebook:\n{shown(ref_values)}\n--- executed:\n{shown(test_values)}")
         for ref_value, test_value in zip(ref_values, test_values):
-            if ref_value != test_value:
+            if bands and key == "stdout":
+                why = compare_banded(ref_value, test_value, bands)
+                if why:
+                    return f"'{key}' differs beyond its declared bands: {why}"
+            elif ref_value != test_value:
                 return f"'{key}' differs:\n{_diff(ref_value, test_value)}"
     return None
 
@@ -147,7 +159,7 @@ def output_mismatches(name, committed, executed):
                 problems.append(f"{_label(name, number, ref)}: unrun cell has saved outputs")
             continue
         if options["check"]:
-            why = compare_outputs(ref.outputs, test.outputs)
+            why = compare_outputs(ref.outputs, test.outputs, cell_bands(ref))
             if why:
                 problems.append(f"{_label(name, number, ref)}: outputs differ, {why}")
     return problems
@@ -210,11 +222,18 @@ def test_checked_outputs_match_the_committed_notebook(path, monkeypatch, noteboo
     committed = nbformat.read(path, as_version=4)
     executed_copy = EXECUTED / path.name
     why_not_build = stale_reason(path, executed_copy)
+    if OTHER_EXECUTION:
+        assert executed_copy.exists(), f"$ATTENTION_EXECUTED={EXECUTED} has no {path.name}"
+        why_not_build = None
     if why_not_build is None:
         executed = nbformat.read(executed_copy, as_version=4)
-        seconds = build_times.get(f"notebooks/{path.stem}")
-        notebook_times.append((path.name, seconds, "site build"))
-        source = f"the site build's {executed_copy.relative_to(ROOT)}"
+        if OTHER_EXECUTION:
+            seconds = cell_timestamps_span(executed)
+            notebook_times.append((path.name, seconds, f"executed into {EXECUTED.name}"))
+        else:
+            seconds = build_times.get(f"notebooks/{path.stem}")
+            notebook_times.append((path.name, seconds, "site build"))
+        source = f"the executed copy {executed_copy}"
     else:
         print(f"{path.name}: {why_not_build}; executing it")
         executed, seconds = execute(path, monkeypatch)
