@@ -33,6 +33,8 @@ from pathlib import Path
 
 import torch
 
+from .results import PartialRuns, record_result
+
 __all__ = ["NUMBER", "cell_bands", "cell_broken", "compare_banded", "banded_values", "capabilities",
            "banded_cells", "measure_bands", "BANDS", "band_status"]
 
@@ -181,7 +183,6 @@ def _execute(path: Path, env: dict, patch: tuple[int, str, str] | None = None):
 
 def band_status(directory: str | Path | None = None) -> dict[str, list[str]]:
     """What ``python -m attention bands`` has run and still has to: ``{"done": [...], "missing": [...]}``."""
-    from .results import PartialRuns
     done = PartialRuns(BANDS["record"], BANDS, directory)
     keys = [key for path in sorted({p for p, _, _ in banded_cells()}) for key in _pieces(path)]
     return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
@@ -198,7 +199,6 @@ def measure_bands(directory: str | Path | None = None, progress: bool = True,
     Each execution is one piece of :class:`~attention.results.PartialRuns` (resumable); the
     record ``notebook-bands`` is written once every piece is there."""
     import nbformat
-    from .results import PartialRuns, record_result
     done = PartialRuns(BANDS["record"], BANDS, directory)
     cells = [c for c in banded_cells() if not notebooks or c[0].stem in notebooks]
     by_notebook: dict[Path, list] = {}

@@ -30,7 +30,8 @@ NO_ATTENTION = frozenset({"encoder-decoder", "none+feed", "mean", "bilstm-last",
 
 #: records with no summary over seeds, and why
 UNSUMMARISED = {"ablation-small": "one seed after a fixed number of updates: a scan, not a comparison",
-                "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality"}
+                "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality",
+                "notebook-bands": "how far a notebook's live training moves across CPU kernels and seeds, not a model's quality"}
 
 #: keys of a summary cell that hold per-run detail, not more cells
 _SKIP = frozenset({"runs", "values"})
