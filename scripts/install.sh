@@ -13,7 +13,7 @@ SITE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$SITE_ROOT/.venv}"
 _APT_UPDATED=""
 
-say()  { printf '\033[1m==> %s\033[0m\n' "$*"; }
+say()  { printf '\033[1m==> [%s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*"; }
 warn() { printf '\033[33mWARNING: %s\033[0m\n' "$*" >&2; }
 die()  { printf '\033[31mERROR: %s\033[0m\n' "$*" >&2; exit 1; }
 
