@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["SMOOTHING", "TOKENIZERS", "BleuStatistics", "BleuScore", "tokenize", "ngrams", "closest_reference_length",
-           "sentence_statistics", "bleu_from_statistics", "corpus_bleu", "sentence_bleu"]
+           "sentence_statistics", "bleu_from_statistics", "corpus_bleu", "sentence_bleu", "check_text"]
 
 #: smoothing methods and their default values (sacreBLEU's names and defaults)
 SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -85,6 +86,44 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     return _MADE[tokenizer](text.rstrip()).split()
 
 
+def check_text(value, what: str) -> None:
+    """Refuse anything but a string where BLEU scores strings; a list of tokens, the likely slip, is
+    told how to become one. (The token-level functions, :func:`sentence_statistics`, take tokens.)"""
+    if isinstance(value, str):
+        return
+    if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+        raise ValueError(f"{what} is a list of tokens ({list(value)[:6]}{' ...' if len(value) > 6 else ''}), "
+                         "but BLEU of strings tokenizes them itself (the tokenizer is part of the metric): "
+                         "pass ' '.join(tokens) or attention.metrics.detokenize(tokens); to count your own "
+                         "tokens use attention.bleu.sentence_statistics and bleu_from_statistics")
+    raise ValueError(f"{what} must be a string; got a {type(value).__name__}: {str(value)[:80]!r}")
+
+
+def _check_tokens(hypothesis, references, max_n) -> None:
+    """The token-level functions count the items of sequences: refuse strings, which would count
+    their characters."""
+    _check_max_n(max_n)
+    if isinstance(references, str):
+        references = [references]
+    for what, value in [("the hypothesis", hypothesis)] + [(f"reference {j}", r) for j, r in enumerate(references)]:
+        if isinstance(value, str):
+            raise ValueError(f"{what} must be a list of tokens; got the string {value[:60]!r}: pass "
+                             f"{value[:20]!r}.split() or attention.bleu.tokenize(text), or score strings "
+                             "with corpus_bleu / sentence_bleu")
+
+
+def _check_max_n(max_n) -> None:
+    if isinstance(max_n, bool) or not isinstance(max_n, numbers.Integral) or max_n < 1:
+        raise ValueError(f"max_n, the longest n-gram, must be an integer >= 1 (BLEU uses 4); got {max_n!r}")
+
+
+def _check_references(references, what: str) -> None:
+    if isinstance(references, str) or not hasattr(references, "__iter__"):
+        raise ValueError(f"{what} must be a list of strings, one per reference; got "
+                         f"{'the string ' + repr(references[:60]) if isinstance(references, str) else type(references).__name__}"
+                         f" (a single reference is [reference])")
+
+
 def ngrams(tokens: Sequence[str], n: int) -> Counter:
     """The n-grams of ``tokens`` (tuples) and how often each occurs."""
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
@@ -100,7 +139,8 @@ def closest_reference_length(hyp_len: int, ref_lens: Sequence[int]) -> int:
 def sentence_statistics(hypothesis: Sequence[str], references: Sequence[Sequence[str]],
                         max_n: int = MAX_N) -> BleuStatistics:
     """Clipped matches and totals per n, and the lengths, of one tokenised hypothesis against its
-    tokenised references."""
+    tokenised references (lists of tokens, not strings: see :func:`tokenize`)."""
+    _check_tokens(hypothesis, references, max_n)  # lists of tokens: a string would count its characters
     correct, total = [0] * max_n, [0] * max_n
     for n in range(1, max_n + 1):
         hyp = ngrams(hypothesis, n)
@@ -151,13 +191,25 @@ def bleu_from_statistics(stats: BleuStatistics, smooth: str = "exp", smooth_valu
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], tokenizer: str = "13a",
                 smooth: str = "exp", smooth_value: float | None = None, max_n: int = MAX_N) -> BleuScore:
     """Corpus BLEU of hypothesis strings, each against its list of reference strings: sum the
-    statistics of every sentence, then score once."""
+    statistics of every sentence, then score once.
+
+    Strings, not lists of tokens: ``tokenizer`` splits them, as sacreBLEU does, so that the score is
+    sacreBLEU's. A list of tokens is refused with what to pass instead (``" ".join(tokens)``); to
+    score your own tokens, sum :func:`sentence_statistics` and call :func:`bleu_from_statistics`."""
+    _check_max_n(max_n)
+    if isinstance(hypotheses, str):
+        raise ValueError(f"hypotheses must be a list of strings, not one string; got {hypotheses[:60]!r} "
+                         "(one hypothesis is [hypothesis])")
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} lists of references")
     stats = BleuStatistics([0] * max_n, [0] * max_n, 0, 0)
-    for hyp, refs in zip(hypotheses, references):
+    for i, (hyp, refs) in enumerate(zip(hypotheses, references)):
+        check_text(hyp, f"hypothesis {i}")
         if isinstance(refs, str):
             raise ValueError(f"references must be a list of strings per hypothesis; got the string {refs!r}")
+        _check_references(refs, f"the references of hypothesis {i}")
+        for j, r in enumerate(refs):
+            check_text(r, f"reference {j} of hypothesis {i}")
         stats = stats + sentence_statistics(tokenize(hyp, tokenizer), [tokenize(r, tokenizer) for r in refs], max_n)
     return bleu_from_statistics(stats, smooth, smooth_value)
 
@@ -165,5 +217,10 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
 def sentence_bleu(hypothesis: str, references: Sequence[str], tokenizer: str = "13a", smooth: str = "exp",
                   smooth_value: float | None = None, effective_order: bool = True, max_n: int = MAX_N) -> BleuScore:
     """BLEU of one sentence (with ``effective_order``, as sacreBLEU recommends for sentences)."""
+    _check_max_n(max_n)
+    check_text(hypothesis, "the hypothesis")
+    _check_references(references, "references")
+    for j, r in enumerate(references):
+        check_text(r, f"reference {j}")
     stats = sentence_statistics(tokenize(hypothesis, tokenizer), [tokenize(r, tokenizer) for r in references], max_n)
     return bleu_from_statistics(stats, smooth, smooth_value, effective_order)

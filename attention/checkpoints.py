@@ -30,6 +30,8 @@ __all__ = ["FORMAT", "save_checkpoint", "load_checkpoint", "CheckpointError"]
 FORMAT = "attention-nlp checkpoint"
 VERSION = 1
 _OBJECT = "__attention_object__"  # marks an encoded object in the extras
+#: what every checkpoint holds besides its format tag and version, and of which kind
+REQUIRED = {"model": str, "config": dict, "state_dict": dict, "extra": dict}
 
 
 class CheckpointError(ValueError):
@@ -113,6 +115,15 @@ def _read(path: Path, map_location) -> dict:
     if blob.get("version") != VERSION:
         raise CheckpointError(f"{path} is checkpoint format version {blob.get('version')}; "
                               f"this package reads version {VERSION}")
+    missing = [key for key in REQUIRED if key not in blob]
+    if missing:
+        raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(map(repr, missing))} "
+                              f"(a checkpoint holds {', '.join(map(repr, REQUIRED))}; it has "
+                              f"{sorted(map(str, blob))}). Save it again with save_checkpoint")
+    wrong = [f"{key!r} is a {type(blob[key]).__name__}, not a {kind.__name__}" for key, kind in REQUIRED.items()
+             if not isinstance(blob[key], kind)]
+    if wrong:
+        raise CheckpointError(f"{path} is a damaged checkpoint: {'; '.join(wrong)}. Save it again with save_checkpoint")
     return blob
 
 

@@ -41,6 +41,18 @@ def _check_rows(name: str, x: Tensor) -> None:
         raise ValueError(f"{name} must be (B, G) with G >= 1; got {tuple(x.shape)}")
 
 
+def _check_per_sample(name: str, value, log_likelihood: Tensor) -> None:
+    """A number, a 0-dim tensor or one value per sample ``(B,)``, finite: any other shape broadcasts."""
+    t = value if isinstance(value, Tensor) else torch.as_tensor(value)
+    B = log_likelihood.shape[0]
+    if t.dim() > 1 or (t.dim() == 1 and t.shape[0] != B):
+        raise ValueError(f"{name} must be a number, a 0-dim tensor or one value per sample (B,) = ({B},); "
+                         f"got shape {tuple(t.shape)} with log_likelihood {tuple(log_likelihood.shape)} "
+                         f"(a (B, 1) tensor would make the surrogate (B, B); take .squeeze(-1) or .mean())")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must be finite; got {t.detach().flatten().tolist()[:8]}")
+
+
 def sample_location(weights: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
     """Draw one location per row, ``s ~ Cat(α)`` (Xu et al. 2015, eq. 8-9; chapter 8).
 
@@ -75,8 +87,10 @@ def reinforce_surrogate(log_likelihood: Tensor, log_prob_choices: Tensor, baseli
     Args:
         log_likelihood: ``log p(y | s, a)`` ``(B,)`` (may carry gradient, or be a fixed reward).
         log_prob_choices: ``log p(s | a)`` ``(B,)``, e.g. ``Σ_t log α_{t, s_t}``.
-        baseline: ``b``, a float or a tensor broadcastable to ``(B,)`` (no gradient is taken).
-        reward_weight: ``λ_r``.
+        baseline: ``b``, a number, a 0-dim tensor or one value per sample ``(B,)`` (no gradient is
+            taken). A ``(B, 1)`` tensor, what ``ll.mean(-1, keepdim=True)`` gives, is refused: it would
+            broadcast the surrogate to ``(B, B)``.
+        reward_weight: ``λ_r``, a number (or, like the baseline, ``(B,)``).
 
     Returns:
         ``(B,)``, the per-sample surrogate.
@@ -84,6 +98,8 @@ def reinforce_surrogate(log_likelihood: Tensor, log_prob_choices: Tensor, baseli
     if log_likelihood.shape != log_prob_choices.shape or log_likelihood.dim() != 1:
         raise ValueError(f"log_likelihood and log_prob_choices must both be (B,); got "
                          f"{tuple(log_likelihood.shape)} and {tuple(log_prob_choices.shape)}")
+    _check_per_sample("baseline", baseline, log_likelihood)
+    _check_per_sample("reward_weight", reward_weight, log_likelihood)
     baseline = torch.as_tensor(baseline, dtype=log_likelihood.dtype, device=log_likelihood.device)
     reward = (log_likelihood - baseline).detach()  # (B,)  the learning signal, a constant
     score = log_prob_choices - log_prob_choices.detach()  # (B,)  value 0, gradient ∂log p(s|a)/∂W

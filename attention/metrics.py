@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from .bleu import check_text
+
 __all__ = ["BleuResult", "corpus_bleu", "bleu_by_length", "detokenize", "aer", "ranks", "spearman"]
 
 
@@ -31,10 +33,18 @@ class BleuResult:
 
 
 def detokenize(tokens: Sequence[str], lang: str = "en") -> str:
-    """Undo word tokenization: ``["it", "'s", "fine", "."]`` -> ``"it's fine."``; Chinese: no spaces."""
+    """Undo word tokenization: ``["it", "'s", "fine", "."]`` -> ``"it's fine."``; Chinese: no spaces.
+
+    Straight double quotes alternate: the first of a pair attaches to the word after it, the second to
+    the word before it (``he said " hi "`` -> ``he said "hi"``)."""
     if lang == "zh":
         return "".join(tokens)
-    text = " ".join(tokens)
+    text, glue, quote_open = "", True, False  # glue: no space before the next token
+    for token in tokens:
+        closing = token == '"' and quote_open
+        text += token if glue or closing else " " + token
+        glue = token == '"' and not quote_open  # an opening quote holds on to the next word
+        quote_open = quote_open != (token == '"')
     text = re.sub(r" ([.,!?;:%)\]}])", r"\1", text)  # no space before closing punctuation
     text = re.sub(r"([(\[{$]) ", r"\1", text)  # nor after opening punctuation
     text = re.sub(r" (n't|'s|'re|'ve|'ll|'d|'m)\b", r"\1", text)  # English clitics
@@ -52,6 +62,9 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], lang: str 
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    for what, texts in (("hypothesis", hypotheses), ("reference", references)):
+        for i, text in enumerate(texts):
+            check_text(text, f"{what} {i}")
     bleu = BLEU(tokenize="zh" if lang == "zh" else "13a", lowercase=lowercase)
     result = bleu.corpus_score(list(hypotheses), [list(references)])
     return BleuResult(result.score, str(bleu.get_signature()), len(hypotheses))

@@ -16,6 +16,8 @@ batch-first tensors and names the shapes it was given when they do not fit.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -28,26 +30,54 @@ __all__ = ["content_weights", "interpolate", "shift", "sharpen", "address", "ADD
 ADDRESSING_STEPS = ("content", "interpolated", "shifted", "sharpened")
 
 
+def _per_row(name: str, value, like: Tensor, what: str, low: float, high: float = math.inf) -> Tensor:
+    """``value`` (a number, or one per row ``(B,)``, in ``[low, high]``) as a column ``(B, 1)`` or
+    ``(1, 1)`` in the dtype and device of ``like`` (the ``(B, ...)`` input named ``what``). Any other
+    shape would broadcast into rows it does not belong to; NaN would pass every comparison."""
+    B = like.shape[0]
+    t = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if t.dim() > 1 or (t.dim() == 1 and t.shape[0] != B):
+        raise ValueError(f"{name} must be a number or one value per row, (B,) = ({B},); got shape "
+                         f"{tuple(t.shape)} for a batch of {B} ({what} {tuple(like.shape)})")
+    if not bool((torch.isfinite(t) & (t >= low) & (t <= high)).all()):
+        bounds = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+        raise ValueError(f"{name} must be {bounds} and finite; got {t.flatten().tolist()}")
+    return t.reshape(-1, 1)  # (B, 1) or (1, 1)
+
+
 def content_weights(memory: Tensor, key: Tensor, beta) -> Tensor:
     """``softmax_i(β · cos(k, M(i)))``: memory (B, N, W), key (B, W), β (B,) or a number -> (B, N)."""
     if memory.dim() != 3 or key.dim() != 2 or key.shape != (memory.shape[0], memory.shape[2]):
         raise ValueError(f"expected memory (B, N, W) and key (B, W); got memory {tuple(memory.shape)}, "
                          f"key {tuple(key.shape)}")
-    beta = torch.as_tensor(beta, dtype=memory.dtype, device=memory.device)
-    if bool((beta < 0).any()):
-        raise ValueError(f"the key strength β must be >= 0; got {beta.tolist()}")
+    beta = _per_row("the key strength β", beta, key, "key", low=0)  # (B, 1) or (1, 1)
     cosine = CosineScore(beta=1.0)(key[:, None, :], memory)[:, 0]  # (B, N), in [-1, 1]
-    return masked_softmax(beta.reshape(-1, 1) * cosine)
+    return masked_softmax(beta * cosine)
 
 
 def interpolate(content: Tensor, previous: Tensor, gate) -> Tensor:
     """``g · w^c + (1 − g) · w_{t−1}``: both (B, N), g (B,) or a number in [0, 1] -> (B, N)."""
     if content.shape != previous.shape or content.dim() != 2:
         raise ValueError(f"expected two (B, N) weightings; got {tuple(content.shape)} and {tuple(previous.shape)}")
-    g = torch.as_tensor(gate, dtype=content.dtype, device=content.device).reshape(-1, 1)
-    if bool(((g < 0) | (g > 1)).any()):
-        raise ValueError(f"the interpolation gate g must be in [0, 1]; got {g.flatten().tolist()}")
+    g = _per_row("the interpolation gate g", gate, content, "weights", low=0, high=1)  # (B, 1) or (1, 1)
     return g * content + (1 - g) * previous
+
+
+def _check_distribution(kernel: Tensor) -> None:
+    """A shift kernel (B, S) is a distribution over the offsets: entries >= 0, each row summing to 1
+    (within the rounding of its dtype, e.g. a float16 softmax)."""
+    total = kernel.sum(-1)  # (B,)
+    tolerance = max(1e-4, 2 * kernel.shape[1] * torch.finfo(kernel.dtype).eps)
+    finite, nonnegative = torch.isfinite(kernel).all(), (kernel >= 0).all()
+    if bool(finite & nonnegative & ((total - 1).abs() <= tolerance).all()):
+        return
+    problem = ("has entries that are not finite" if not bool(finite) else
+               "has negative entries" if not bool(nonnegative) else
+               f"has rows that do not sum to 1 (sums {[round(x, 6) for x in total.tolist()[:8]]})")
+    rows = kernel.detach().cpu().tolist()[:4]
+    raise ValueError(f"the shift kernel must be a distribution over the offsets (entries >= 0, each row summing "
+                     f"to 1, e.g. a softmax); the kernel {tuple(kernel.shape)} {problem}: "
+                     f"{rows}{' ...' if kernel.shape[0] > 4 else ''}")
 
 
 def shift(weights: Tensor, kernel: Tensor) -> Tensor:
@@ -61,6 +91,7 @@ def shift(weights: Tensor, kernel: Tensor) -> Tensor:
     if kernel.shape[1] > weights.shape[1]:
         raise ValueError(f"a shift kernel of {kernel.shape[1]} offsets needs at least as many slots; "
                          f"the memory has {weights.shape[1]}")
+    _check_distribution(kernel)
     half = kernel.shape[1] // 2
     out = torch.zeros_like(weights)
     for index, offset in enumerate(range(-half, half + 1)):
@@ -69,12 +100,25 @@ def shift(weights: Tensor, kernel: Tensor) -> Tensor:
 
 
 def sharpen(weights: Tensor, gamma) -> Tensor:
-    """``w̃^γ / Σ w̃^γ``: weights (B, N), γ (B,) or a number ≥ 1 -> (B, N)."""
-    g = torch.as_tensor(gamma, dtype=weights.dtype, device=weights.device).reshape(-1, 1)
-    if bool((g < 1).any()):
-        raise ValueError(f"the sharpening exponent γ must be >= 1; got {g.flatten().tolist()}")
-    powered = weights.clamp_min(0) ** g
-    return powered / powered.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+    """``w̃^γ / Σ w̃^γ``: weights (B, N), γ (B,) or a number ≥ 1 -> (B, N).
+
+    When every ``w̃(i)^γ`` is small, the powers underflow (``(1/128)^20`` is below float32's
+    smallest normal number, ``(1/20)^5`` below float16's) and the row would sum to less than 1, or
+    to 0. Such a row is computed as ``(w̃ / max w̃)^γ / Σ (w̃ / max w̃)^γ`` instead, the same number
+    with its largest term 1; every other row exactly as the formula reads."""
+    if weights.dim() != 2:
+        raise ValueError(f"expected weights (B, N); got {tuple(weights.shape)}")
+    g = _per_row("the sharpening exponent γ", gamma, weights, "weights", low=1)  # (B, 1) or (1, 1)
+    w = weights.clamp_min(0)
+    tiny = torch.finfo(weights.dtype).tiny
+    powered = w ** g  # (B, N)
+    plain = powered / powered.sum(-1, keepdim=True).clamp_min(tiny)  # (B, N), Eq. 9 as written
+    top = w.detach().amax(-1, keepdim=True)  # (B, 1); a constant factor, which the ratio cancels
+    scaled = (w / torch.where(top > 0, top, torch.ones_like(top))) ** g  # (B, N), the largest entry is 1
+    rescaled = scaled / scaled.sum(-1, keepdim=True).clamp_min(1.0)  # each sum is >= 1, or 0 for a zero row
+    # a row whose largest power is a normal number at least 1/eps times over keeps every term that matters
+    underflows = powered.detach().amax(-1, keepdim=True) < tiny / torch.finfo(weights.dtype).eps  # (B, 1)
+    return torch.where(underflows, rescaled, plain)
 
 
 def address(memory: Tensor, key: Tensor, beta, gate, previous: Tensor, kernel: Tensor, gamma) -> dict:

@@ -30,6 +30,7 @@ Chapter 4 (``book/04-scores.md``) puts each formula beside its line of code here
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -39,7 +40,7 @@ from torch.utils.checkpoint import checkpoint
 
 __all__ = [
     "Score", "DotScore", "ScaledDotScore", "GeneralScore", "AdditiveScore",
-    "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score", "is_content_based",
+    "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score", "score_options", "is_content_based",
     "MAX_PAIR_BYTES",
 ]
 
@@ -240,8 +241,8 @@ class CosineScore(Score):
 
     def __init__(self, beta: float = 1.0, learn_beta: bool = False, eps: float = 1e-8):
         super().__init__()
-        if beta < 0:
-            raise ValueError(f"key strength beta must be >= 0, got {beta}")
+        if not (math.isfinite(beta) and beta >= 0):  # NaN passes `beta < 0`
+            raise ValueError(f"key strength beta must be >= 0 and finite, got {beta}")
         self.eps = eps
         if learn_beta:
             # softplus^{-1}(beta), so that softplus(raw) == beta at the start
@@ -298,6 +299,10 @@ def make_score(name: str | Score, *, query_dim: int | None = None, key_dim: int 
         options: extra keyword arguments of the class (``scale=``, ``beta=`` …).
     """
     if isinstance(name, nn.Module):
+        if options:
+            raise ValueError(f"the score is an already built {type(name).__name__}; options "
+                             f"{', '.join(f'{k}={v!r}' for k, v in options.items())} can only be given with a "
+                             f"score's name (or set them when building the module)")
         return name
     if name not in SCORES:
         raise ValueError(f"unknown score {name!r}; choose one of {sorted(SCORES)}")
@@ -307,7 +312,28 @@ def make_score(name: str | Score, *, query_dim: int | None = None, key_dim: int 
     missing = [arg for arg in needed if sizes[arg] is None]
     if missing:
         raise ValueError(f"score {name!r} needs {', '.join(missing)}")
+    allowed = score_options(name)
+    unknown = [k for k in options if k not in allowed]
+    if unknown:
+        owners = [f"{k} is an option of {' and '.join(repr(n) for n in SCORES if k in score_options(n))}"
+                  for k in unknown if any(k in score_options(n) for n in SCORES)]
+        if allowed:
+            notes = [f"its options: {', '.join(allowed)}"] + owners
+            raise ValueError(f"score {name!r} has no option {', '.join(map(repr, unknown))} ({'; '.join(notes)})")
+        got = ", ".join(f"{k}={options[k]!r}" for k in unknown)
+        raise ValueError(f"score {name!r} takes no options; got {got}" + (f" ({'; '.join(owners)})" if owners else ""))
     return cls(**{arg: sizes[arg] for arg in needed}, **options)
+
+
+def score_options(name: str) -> tuple[str, ...]:
+    """The keyword options of score ``name`` beyond its sizes (``"scaled_dot"`` -> ``("scale",)``),
+    read from its class's constructor."""
+    cls, needed = SCORES[name]
+    if cls.__init__ is nn.Module.__init__:  # no constructor of its own: nothing to set
+        return ()
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return tuple(p.name for p in parameters if p.name != "self" and p.name not in needed
+                 and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def is_content_based(name: str | Score) -> bool:

@@ -198,7 +198,11 @@ def _check_exportable(model: nn.Module) -> None:
 
 
 def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
-    """Write ``encoder.onnx``, ``step.onnx`` and ``vocab.json`` of ``model`` into ``out/name``."""
+    """Write ``encoder.onnx``, ``step.onnx`` and ``vocab.json`` of ``model`` into ``out/name``
+    (``name``: one of :data:`PLAYGROUND`, whose entry gives the page's title, tokenizer and length)."""
+    if name not in PLAYGROUND:
+        raise ValueError(f"unknown playground model {name!r}; choose one of {sorted(PLAYGROUND)} "
+                         "(each names the title, tokenizer and output length the page uses)")
     _check_exportable(model)
     model = model.cpu().eval()
     folder = Path(out) / name
@@ -312,7 +316,8 @@ def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, 
     """Decode ``pairs`` with onnxruntime and with the torch model (greedy); compare.
 
     Returns ``{"sentences", "token_agreement", "same_output", "max_weight_diff"}``: the share of
-    output positions where both emit the same token (up to the longer output), the share of
+    output positions where both emit the same token (up to the longer output; two empty outputs
+    count as one position that agrees), the share of
     identical outputs, and the largest difference of the attention weights over the steps both
     decoded alike.
     """
@@ -326,7 +331,7 @@ def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, 
         mine = data.tgt_vocab.decode(ids)
         theirs = ref.hypothesis
         n = max(len(mine), len(theirs))
-        agree += sum(a == b for a, b in zip(mine, theirs))
+        agree += sum(a == b for a, b in zip(mine, theirs)) if n else 1  # both empty (<eos> first): they agree
         total += max(n, 1)
         same += mine == theirs
         k = 0
@@ -343,8 +348,14 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
     """Export every playground model into ``out`` and write ``out/manifest.json``; with ``check``,
     measure parity on the test split (:func:`parity`) and store it in the manifest."""
     out = Path(out)
+    if isinstance(names, str):
+        raise ValueError(f"names must be a list of playground models, e.g. [{names!r}]; got the string {names!r}")
+    names = list(names or PLAYGROUND)
+    unknown = [n for n in names if n not in PLAYGROUND]
+    if unknown:  # before anything is exported
+        raise ValueError(f"unknown playground models {unknown}; choose among {sorted(PLAYGROUND)}")
     manifest = {"models": {}}
-    for name in names or list(PLAYGROUND):
+    for name in names:
         start = time.perf_counter()
         model, data = playground_model(name)
         entry = export_model(model, data, out, name)

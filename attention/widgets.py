@@ -609,7 +609,7 @@ def addressing_explorer(mode: str = "auto", **defaults) -> Explorer:
     def draw(beta: float = 20.0, g: float = 1.0, shift: int = 0, gamma: float = 1.0):
         kernel = torch.zeros(3)
         kernel[shift + 1] = 1.0
-        kernel = 0.8 * kernel + 0.1  # a slightly blurred shift, as a trained head emits
+        kernel = 0.7 * kernel + 0.1  # (3,) 0.8 on the shift, 0.1 either side: blurred, as a trained head emits
         steps = address(memory, key, beta, g, previous, kernel, gamma)
         return addressing_figure({"previous": previous[0]} | {k: v[0] for k, v in steps.items()},
                                  title=f"β = {beta:g}, g = {g:g}, shift {shift:+d}, γ = {gamma:g}")

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import io
+import lzma
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,7 +146,7 @@ def _verified(path: Path, source: Source) -> tuple[bool, str]:
     if source.member_sha256:
         try:
             data = read_member(path, source.member)
-        except (ValueError, OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
+        except (ValueError, OSError):  # damaged, or without the member: not the pinned release
             return False, actual
         return hashlib.sha256(data).hexdigest() == source.member_sha256, actual
     return False, actual
@@ -175,8 +178,7 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
                                "delete it to download again, or replace it with the right file.")
         return target
 
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+    staging = _staging_folder(root)
     command = source.command()
     if source.kind != "deb":  # fail fast when offline, and say nothing about pip's version
         command += ["--retries", "2", "--disable-pip-version-check"]
@@ -207,12 +209,35 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
     return target
 
 
+def _staging_folder(root: Path) -> Path:
+    """A fresh folder inside the cache to download into; a cache that cannot be written says so."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+    except OSError as err:  # a read-only folder or file system, a file in the way, no such drive ...
+        if root.exists() and not root.is_dir():
+            raise NotADirectoryError(f"the cache folder {root} is not a folder (a file is in the way); set "
+                                     f"${CACHE_ENV} to a folder you can write, or pass cache_dir=") from None
+        raise PermissionError(f"the cache folder {root} is not writable ({err.strerror or err}); set ${CACHE_ENV} "
+                              f"to a folder you can write, or pass cache_dir=") from None
+
+
 def _last_lines(e: BaseException, n: int = 3) -> str:
     text = getattr(e, "stderr", None) or str(e)
     return " | ".join(str(text).strip().splitlines()[-n:])
 
 
 # ---------------------------------------------------------------- reading out of archives
+
+
+class _Refused(ValueError):
+    """An archive that is readable but not what was asked for (no such member, an unknown format)."""
+
+
+#: how a damaged or truncated archive fails: the containers (zip, tar, ar) and the decompressors
+#: (deflate, xz, bz2, gzip, zstd) each raise their own error
+DAMAGED = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, tarfile.TarError, EOFError, OSError, ValueError,
+           struct.error, NotImplementedError)
 
 
 def read_member(path: str | os.PathLike, member: str) -> bytes:
@@ -224,9 +249,17 @@ def read_member(path: str | os.PathLike, member: str) -> bytes:
     """
     path = Path(path)
     data, name = path.read_bytes(), path.name
-    for part in member.split("!/"):
-        data = _extract(data, name, part, where=f"{path}")
-        name = part
+    try:
+        for part in member.split("!/"):
+            data = _extract(data, name, part, where=f"{path}")
+            name = part
+    except _Refused:
+        raise
+    except DAMAGED as err:  # each format fails in its own way, and none says which file
+        reason = (str(err).strip().splitlines() or [""])[0][:200]
+        raise ValueError(f"{path} is damaged or incomplete: reading {member!r} out of it failed "
+                         f"({type(err).__name__}: {reason}); delete it, and the next run downloads it "
+                         "again (or replace it with a good copy of the release)") from None
     return data
 
 
@@ -249,12 +282,12 @@ def _extract(archive: bytes, archive_name: str, member: str, where: str) -> byte
                 if f is not None:
                     return f.read()
             raise _missing(where, member, t.getnames())
-    raise ValueError(f"{where}: don't know how to open {archive_name!r} "
-                     "(expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
+    raise _Refused(f"{where}: don't know how to open {archive_name!r} "
+                   "(expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
 
 
 def _missing(where: str, member: str, names: list[str]) -> ValueError:
-    return ValueError(f"{where} has no member {member!r}; it has e.g. {names[:8]}")
+    return _Refused(f"{where} has no member {member!r}; it has e.g. {names[:8]}")
 
 
 def _deb_data_tar(deb: bytes, where: str) -> tuple[bytes, str]:
@@ -286,11 +319,18 @@ def _unzstd(body: bytes, where: str) -> bytes:
     """Ubuntu builds use zstd; Debian's (the ones pinned here) use xz, which needs no module."""
     try:
         from compression import zstd  # Python >= 3.14
-        return zstd.decompress(body)
     except ImportError:
         pass
+    else:
+        try:
+            return zstd.decompress(body)
+        except zstd.ZstdError as err:  # damaged: said like the other formats' errors
+            raise ValueError(f"zstd: {err}") from None
     try:
         import zstandard
     except ImportError:
-        raise ValueError(f"{where} is compressed with zstd: pip install zstandard") from None
-    return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        raise _Refused(f"{where} is compressed with zstd: pip install zstandard") from None
+    try:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    except zstandard.ZstdError as err:  # damaged: said like the other formats' errors
+        raise ValueError(f"zstd: {err}") from None

@@ -14,8 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+import torch
+
 __all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to", "numbers",
-           "all_close", "fmt_numbers"]
+           "all_close", "fmt_numbers", "returned"]
 
 
 @dataclass
@@ -123,3 +126,82 @@ def all_close(got: list[float], want: list[float], tol: float = 2e-3) -> bool:
 def fmt_numbers(values, digits: int = 3) -> str:
     """``[0.123, 0.456]``: a list of numbers as a checker's message shows it."""
     return "[" + ", ".join(f"{v:.{digits}f}" for v in values) + "]"
+
+
+def _a(value: Any) -> str:
+    """``a str``, ``an int``: the kind of a value as a message names it."""
+    name = type(value).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
+
+
+_NUMBERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _normalise(value: Any, like: Any) -> tuple[Any, str | None]:
+    """One value in the form of ``like`` (a tensor, or ``float``), or what was expected instead."""
+    if like is float:
+        expected = "a number"
+        if isinstance(value, (str, bytes, bool)):
+            return None, expected
+        try:
+            t = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+        except (TypeError, ValueError, RuntimeError):
+            return None, expected
+        if t.numel() != 1 or not (t.dtype.is_floating_point or t.dtype in _NUMBERS):
+            return None, expected
+        return float(t), None
+    expected = f"a tensor of shape {tuple(like.shape)}"
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+    elif isinstance(value, (str, bytes, dict, set)) or callable(value):
+        return None, expected
+    else:  # a NumPy array, a list or a number: what torch.as_tensor reads
+        try:
+            t = torch.as_tensor(np.asarray(value))
+        except (TypeError, ValueError, RuntimeError):
+            return None, expected
+    if not (t.dtype.is_floating_point or t.dtype in _NUMBERS):
+        return None, expected
+    if not like.dtype.is_floating_point and t.dtype.is_floating_point and not torch.equal(t, t.round()):
+        return None, f"{expected} of whole numbers ({like.dtype}); yours holds fractions"
+    return t.to(dtype=like.dtype, device=like.device), None
+
+
+def returned(value: Any, like: Any, what: str = "your function", names: tuple[str, ...] = ()) -> tuple[Any, str | None]:
+    """What a reader's function returned, in the form its checker compares, or why it cannot be.
+
+    The one normalisation step of every checker that takes a function: a right answer in another
+    dtype or container (float64, a NumPy array, a list) is accepted, and a missing ``return`` or a
+    wrong type is named as such instead of failing inside the comparison.
+
+    Args:
+        value: what the function returned.
+        like: the expected result's form: a tensor (the value becomes a detached tensor of its dtype
+            and device; its shape is for the message, the checker compares shapes), ``float`` (a
+            number), or a tuple of these (a tuple of that length, each element normalised alike).
+        what: how the message names the function.
+        names: with a tuple ``like``, the elements' names (``("output", "weights")``).
+
+    Returns:
+        ``(normalised, None)``, or ``(None, message)``.
+    """
+    if value is None:
+        return None, f"{what} returned None: did you forget `return`?"
+    if not isinstance(like, tuple):
+        normal, expected = _normalise(value, like)
+        return (normal, None) if expected is None else (None, f"{what} returned {_a(value)}, expected {expected}")
+    names = names or tuple(f"value {i + 1}" for i in range(len(like)))
+    wanted = f"{len(like)} values ({', '.join(names)})"
+    if not isinstance(value, (tuple, list)):
+        return None, f"{what} returned {_a(value)}; return {wanted}"
+    if len(value) != len(like):
+        return None, f"{what} returned {len(value)} values; return {wanted}"
+    out = []
+    for item, item_like, name in zip(value, like, names):
+        if item is None:
+            return None, f"{what} returned None as {name}: did you forget to compute it?"
+        normal, expected = _normalise(item, item_like)
+        if expected is not None:
+            return None, f"{what} returned {_a(item)} as {name}, expected {expected}"
+        out.append(normal)
+    return tuple(out), None

@@ -11,7 +11,7 @@ import math
 import torch
 
 from ..functional import attend, masked_softmax
-from .base import Verdict, close_to, exercise, right, wrong
+from .base import Verdict, close_to, exercise, returned, right, wrong
 
 #: the notebook's hand-typed scores e_i for 機 器 學 習 很 有 趣 (section 1)
 TOKENS = ["機", "器", "學", "習", "很", "有", "趣"]
@@ -93,9 +93,9 @@ def _entropy_function(answer) -> Verdict:
         return wrong("give a function: entropy(weights) -> a number, for a 1-D tensor of weights")
     for w in _test_vectors():
         expected = _entropy(w).item()
-        got = _as_float(answer(w.clone()))
-        if got is None:
-            return wrong(f"entropy({[round(x, 3) for x in w.tolist()]}) did not return a number")
+        got, problem = returned(answer(w.clone()), float, f"entropy({[round(x, 3) for x in w.tolist()]})")
+        if problem:
+            return wrong(problem)
         if math.isnan(got):
             return wrong(f"entropy({[round(x, 3) for x in w.tolist()]}) is nan: a zero weight gives "
                          "0·log 0 = 0·(-inf); by convention that term is 0 "
@@ -163,10 +163,11 @@ def _attend_by_hand(answer) -> Verdict:
     scores = torch.randn(2, 3, 5, generator=g)  # (B, L, S)
     value = torch.randn(2, 5, 4, generator=g)  # (B, S, Dv)
     expected_out, expected_w = attend(scores, value)
-    result = answer(scores.clone(), value.clone())
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        return wrong("return a pair (output, weights), the way attention.attend does")
-    out, w = (torch.as_tensor(r) for r in result)
+    result, problem = returned(answer(scores.clone(), value.clone()), (expected_out, expected_w),
+                               "my_attend(scores, value)", names=("output", "weights"))
+    if problem:
+        return wrong(problem)
+    out, w = result
     if tuple(w.shape) != tuple(expected_w.shape):
         return wrong(f"weights have shape {tuple(w.shape)}; they should be (B, L, S) = "
                      f"{tuple(expected_w.shape)}, one row of S weights per query")

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from ..models import decoding
 from ..models.interface import Encoded, EncoderMemory, Step, Translation
 from ..models.seq2seq import reverse_padded
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, returned, right, wrong
 
 __all__ = ["ToyDecoder", "GREEDY_VS_BEAM", "LENGTH_PENALTY", "SHORT", "LONG"]
 
@@ -168,10 +168,9 @@ def reverse_a_padded_batch(answer) -> Verdict:
     got = answer(given, lengths.clone())
     if not torch.equal(given, x):
         return wrong("your function changed x in place; return a new tensor and leave the batch as it was")
-    try:
-        got = torch.as_tensor(got)
-    except (TypeError, ValueError, RuntimeError):
-        return wrong(f"the function should return a tensor (B, S), got {type(got).__name__}")
+    got, problem = returned(got, expected, "your function")
+    if problem:
+        return wrong(problem)
     if got.shape != expected.shape:
         return wrong(f"the function returned shape {tuple(got.shape)}; the batch is {tuple(expected.shape)} "
                      "and the reversed batch keeps that shape")

@@ -12,7 +12,7 @@ import torch
 from ..functional import attend
 from ..metrics import aer
 from ..scores import make_score
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, returned, right, wrong
 
 # ---------------------------------------------------------------------------------------------
 # 3.1  The additive score by hand
@@ -69,13 +69,13 @@ def check_additive(answer) -> Verdict:
         return wrong("the answer is a function scores(s, H, W_a, U_a, v_a) that returns e of shape (T, S)")
     score, s, H = _additive_case()
     W_a, U_a, v_a = _weights(score)
-    out = answer(s.clone(), H.clone(), W_a, U_a, v_a)
-    got = torch.as_tensor(out.detach() if isinstance(out, torch.Tensor) else out, dtype=torch.float64)
-
     with torch.no_grad():
         expected = score(s[:-1][None], H[None])[0]  # (T, S): the package's score, query s_{t-1}
         with_s_t = score(s[1:][None], H[None])[0]  # (T, S): query s_t
         every_state = score(s[None], H[None])[0]  # (T+1, S): every state scored
+    got, problem = returned(answer(s.clone(), H.clone(), W_a, U_a, v_a), expected, "scores(s, H, W_a, U_a, v_a)")
+    if problem:
+        return wrong(problem)
     no_tanh = ((s[:-1] @ W_a.T)[:, None, :] + (H @ U_a.T)[None, :, :]) @ v_a  # (T, S)
 
     def same(a, b):
@@ -183,7 +183,9 @@ def check_saving(answer) -> Verdict:
     if not callable(answer):
         return wrong("give a function of the sizes, e.g. lambda S, T, He, A: S * T  (not a number)")
     S, T, He, A = _SIZES[0]
-    got = answer(S, T, He, A)
+    value, problem = returned(answer(S, T, He, A), float, f"your function of (S, T, He, A) = {_SIZES[0]}")
+    if problem:
+        return wrong(problem)
     expected = _saved_expected(S, T, He, A)
     tempting = {
         T * S * He * A: "that is what projecting at every step costs in all; with the keys computed once "
@@ -196,14 +198,13 @@ def check_saving(answer) -> Verdict:
         (T - 1) * S * He: "U_a h_i is a (A × He) matrix times a vector of size He: A·He multiply-adds, not He",
         (T - 1) * He * A: "there are S annotations h_1..h_S, each projected by U_a: multiply by S",
     }
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        return wrong(f"your function should return a number; for (S, T, He, A) = {_SIZES[0]} it returned {got!r}")
     if value != expected and value in tempting:
         return wrong(f"for (S, T, He, A) = {_SIZES[0]} your formula gives {value:g}: {tempting[value]}")
     for sizes in _SIZES:
-        value, expected = float(answer(*sizes)), _saved_expected(*sizes)
+        value, problem = returned(answer(*sizes), float, f"your function of (S, T, He, A) = {sizes}")
+        if problem:
+            return wrong(problem)
+        expected = _saved_expected(*sizes)
         if value != expected:
             return wrong(f"for (S, T, He, A) = {sizes} your formula gives {value:g}, but the steps after the "
                          f"first skip {expected:g} multiply-adds (S annotations, A·He each, T - 1 steps)")

@@ -13,7 +13,7 @@ import torch
 from ..functional import masked_softmax
 from ..models.cmla import CoupledAttentionLayer
 from ..scores import make_score
-from .base import Verdict, exercise, right, wrong
+from .base import Verdict, exercise, returned, right, wrong
 
 __all__ = ["DIM_41", "QUERY_43", "KEYS_43", "DIM_45", "SLICES_45"]
 
@@ -63,15 +63,13 @@ def _general_reference(q: torch.Tensor, K: torch.Tensor, W: torch.Tensor) -> tor
         return score(q, K)
 
 
-def _run(f, q, K, W) -> tuple[torch.Tensor | None, str | None]:
+def _run(f, q, K, W, expected: torch.Tensor) -> tuple[torch.Tensor | None, str | None]:
     try:
         out = f(q, K, W)
     except Exception as err:  # the reader's function failed on these shapes: say which
         return None, (f"your function raised {type(err).__name__} for q {tuple(q.shape)}, "
                       f"K {tuple(K.shape)}, W {tuple(W.shape)}: {err}")
-    if not isinstance(out, torch.Tensor):
-        return None, f"your function should return a tensor, got {type(out).__name__}"
-    return out.detach(), None
+    return returned(out, expected, "your function")
 
 
 @exercise("4.2", "Write the general score", solution=lambda: _general_solution,
@@ -82,10 +80,10 @@ def general_score(f: Any) -> Verdict:
     g = torch.Generator().manual_seed(4)
     # first with Eq == Ek, where the usual slips still run and can be recognised
     q, K, W = torch.randn(2, 3, 6, generator=g), torch.randn(2, 4, 6, generator=g), torch.randn(6, 6, generator=g)
-    out, problem = _run(f, q, K, W)
+    expected = _general_reference(q, K, W)
+    out, problem = _run(f, q, K, W, expected)
     if problem:
         return wrong(problem)
-    expected = _general_reference(q, K, W)
     if out.shape != expected.shape:
         return wrong(f"for q {tuple(q.shape)} and K {tuple(K.shape)} the scores have shape (B, L, S) = "
                      f"{tuple(expected.shape)}; yours has {tuple(out.shape)}")
@@ -102,10 +100,10 @@ def general_score(f: Any) -> Verdict:
         return wrong(f"your scores differ from GeneralScore's (with the same W) by up to {worst:.3g}")
     # then with Eq != Ek, where only the right orientation of W fits
     q, K, W = torch.randn(1, 2, 5, generator=g), torch.randn(1, 3, 7, generator=g), torch.randn(5, 7, generator=g)
-    out, problem = _run(f, q, K, W)
+    expected = _general_reference(q, K, W)
+    out, problem = _run(f, q, K, W, expected)
     if problem:
         return wrong(problem + " (with Eq ≠ Ek, W has shape (Eq, Ek) and maps keys into the query's space)")
-    expected = _general_reference(q, K, W)
     if out.shape != expected.shape or not torch.allclose(out, expected, atol=1e-4, rtol=1e-4):
         return wrong(f"right when Eq == Ek, but not for q {tuple(q.shape)}, K {tuple(K.shape)}, "
                      f"W {tuple(W.shape)}: check which side of W each vector goes on")
@@ -185,15 +183,16 @@ def feature_pooling(f: Any) -> Verdict:
     g = torch.Generator().manual_seed(4)
     for features in (True, False):
         x, scores, keep = _pool_case(g, features)
+        call = f"f(x {tuple(x.shape)}, scores {tuple(scores.shape)}, keep {tuple(keep.shape)})"
         try:
             out = f(x, scores, keep)
-            if out is None:
-                return wrong("no answer yet: f returns nothing; write its body and return (s, P)")
-            s, P = out
         except Exception as e:  # the reader's code: say what went wrong, do not crash the notebook
-            return wrong(f"calling f(x {tuple(x.shape)}, scores {tuple(scores.shape)}, keep {tuple(keep.shape)}) "
-                         f"failed or did not return (s, P): {type(e).__name__}: {e}")
+            return wrong(f"calling {call} failed: {type(e).__name__}: {e}")
         s_ref, P_ref = _pool_solution(x, scores, keep)
+        result, problem = returned(out, (s_ref, P_ref), call, names=("s", "P"))
+        if problem:
+            return wrong(problem)
+        s, P = result
         what = "one score per feature" if features else "one score per word, shared by the features"
         if tuple(P.shape) != tuple(P_ref.shape) or tuple(s.shape) != tuple(s_ref.shape):
             return wrong(f"with {what}: P should have shape {tuple(P_ref.shape)} and s {tuple(s_ref.shape)}; "

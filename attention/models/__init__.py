@@ -3,7 +3,8 @@
 * ``interface`` -- the typed results every model returns (``Encoded``, ``Step``, ``Translation``,
   ``ClassifierOutput`` ...)
 * ``base``      -- :class:`SequenceModel`: encode once, step per token; decoding comes with it
-* ``decoding``  -- greedy and (batched) beam search for any ``SequenceModel``
+* ``decoding``  -- greedy and (batched) beam search for any ``SequenceModel``, in eval mode
+* ``checks``    -- the shared input checks: token ids against a vocabulary, a config's special ids
 * ``registry``  -- ``@register_model(name)``, :func:`build`, :data:`MODELS`
 * ``seq2seq``   -- chapters 2-3: Cho/Sutskever encoder–decoder, Bahdanau's RNNsearch
 * ``luong``     -- chapter 9: global and local attention, input feeding

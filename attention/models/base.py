@@ -2,14 +2,17 @@
 
 Shape legend: B batch, S source length, T target length, V target vocabulary.
 
-A subclass sets ``self.cfg`` (a dataclass with ``pad_id``, ``bos_id``, ``eos_id``) and writes
-two methods; teacher forcing, greedy decoding and beam search come with the base:
+A subclass sets ``self.cfg`` (a dataclass with ``tgt_vocab``, ``pad_id``, ``bos_id``, ``eos_id``) and
+writes two methods; teacher forcing, greedy decoding and beam search come with the base:
 
 * ``encode(src (B, S), src_lengths (B,)) -> Encoded(memory, state)``: read the source once;
   ``memory`` (:class:`~attention.models.interface.EncoderMemory`) is what every step reads,
   ``state`` the decoder's first state.
 * ``step(y_prev (B,), state, memory) -> Step(logits (B, V), state, weights (B, S) | None)``:
   one output position.
+
+Both check their ids first (:func:`attention.models.checks.check_ids`), so that an id outside a
+vocabulary is a ValueError naming it, not an embedding's ``IndexError``.
 
 ``CONTRIBUTING.md`` ("Adding a model") shows the whole recipe: subclass, config dataclass,
 ``@register_model``, tests.
@@ -20,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from . import decoding
+from .checks import check_ids
 from .interface import Encoded, SequenceOutput, Step, Translation
 
 __all__ = ["SequenceModel"]
@@ -28,7 +32,7 @@ __all__ = ["SequenceModel"]
 class SequenceModel(nn.Module):
     """Encode once, then ``step`` per output token; see the module docstring."""
 
-    cfg: object  # a config dataclass with pad_id, bos_id, eos_id
+    cfg: object  # a config dataclass with tgt_vocab, pad_id, bos_id, eos_id
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} must implement encode(src, src_lengths)")
@@ -39,6 +43,7 @@ class SequenceModel(nn.Module):
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
                 return_attention: bool = False) -> SequenceOutput:
         """Teacher forcing: ``tgt_in`` ``(B, T)`` = ``<bos> y_1 … y_{T-1}``; logits ``(B, T, V)``."""
+        check_ids(tgt_in, self.cfg.tgt_vocab, "tgt_in", "target")
         memory, state = self.encode(src, src_lengths)
         logits, maps = [], []
         for t in range(tgt_in.shape[1]):

@@ -49,6 +49,8 @@ from ..functional import masked_softmax
 from ..hard import (MovingAverageBaseline, attention_entropy, gumbel_softmax_st, reinforce_surrogate,
                     sample_location)
 from ..scores import make_score
+from .checks import check_ids, check_special_id
+from .decoding import check_max_len, in_eval_mode
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
 
@@ -99,8 +101,7 @@ class CaptionerConfig:
             raise ValueError(f"CaptionerConfig.tau must be > 0; got {self.tau!r}")
         ids = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
         for name, i in ids.items():
-            if not isinstance(i, int) or not 0 <= i < self.vocab:
-                raise ValueError(f"CaptionerConfig.{name} must be in [0, vocab={self.vocab}); got {i!r}")
+            check_special_id("CaptionerConfig", name, i, vocab=self.vocab)
         if len(set(ids.values())) != 3:
             raise ValueError(f"CaptionerConfig pad_id, bos_id, eos_id must differ; got {ids}")
         if not isinstance(self.pools, int) or not 0 <= self.pools <= self.conv_layers:
@@ -194,11 +195,8 @@ class ShowAttendTell(nn.Module):
         if captions.dim() != 2 or captions.shape[0] != images.shape[0] or captions.shape[1] < 2:
             raise ValueError(f"expected captions (B, T) with T >= 2 for images {tuple(images.shape)}; "
                              f"got {tuple(captions.shape)}")
-        if captions.dtype != torch.long:
-            raise ValueError(f"captions must hold word ids (torch.long); got {captions.dtype}")
-        lo, hi = int(captions.min()), int(captions.max())
-        if lo < 0 or hi >= self.cfg.vocab:
-            raise ValueError(f"captions have ids in [{lo}, {hi}]; the vocabulary has {self.cfg.vocab}")
+        # int64 only: the loss gathers the targets' log-probabilities with them
+        check_ids(captions, self.cfg.vocab, "captions", "caption", dtypes=(torch.long,))
         if bool((captions[:, 0] != self.cfg.bos_id).any()):
             raise ValueError(f"every caption must start with <bos> = {self.cfg.bos_id}")
 
@@ -314,13 +312,14 @@ class ShowAttendTell(nn.Module):
         return total / n, n
 
     @torch.no_grad()
+    @in_eval_mode
     def generate(self, images: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
         """Greedy decoding: ``tokens (B, T')`` (no <bos>; each row stops at <eos>, then pad_id) and the
         attention ``α (B, T', G)`` (rows after <eos> all 0). Hard and gumbel attention read the argmax
-        location here (no sampling), so the result is deterministic; T' <= max_len.
+        location here (no sampling), and it runs in eval mode (dropout off; the model's mode is
+        restored after), so the result is deterministic; T' <= max_len.
         """
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int; got {max_len!r}")
+        check_max_len(max_len)
         a = self.encode(images)  # (B, G, D)
         keys = self.score.project_keys(a)  # (B, G, A)
         state = self.init_state(a)

@@ -36,6 +36,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..functional import masked_softmax
 from ..masks import lengths_to_mask
+from .checks import check_ids, check_special_id
 from .interface import TaggerOutput
 from .pooling import check_dropout, check_sentences, check_sizes
 from .registry import register_model
@@ -63,6 +64,7 @@ class CMLAConfig:
         check_sizes("CMLAConfig", vocab=self.vocab, embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
                     slices=self.slices, rnn_dim=self.rnn_dim, layers=self.layers, tags=self.tags)
         check_dropout("CMLAConfig", self.dropout)
+        check_special_id("CMLAConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 class CoupledAttentionLayer(nn.Module):
@@ -132,6 +134,7 @@ class CMLA(nn.Module):
     def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """The BiGRU states ``h_i``: ``(B, T, D)``, zero at padding."""
         check_sentences(tokens, lengths)
+        check_ids(tokens, self.cfg.vocab, "tokens", "word")
         x = self.dropout(self.embed(tokens))  # (B, T, E)
         packed = pack_padded_sequence(x, lengths.cpu().clamp_min(1), batch_first=True, enforce_sorted=False)
         h, _ = self.rnn(packed)

@@ -5,22 +5,67 @@ Shape legend: B batch, S source length, V target vocabulary, K beam size, T' out
 A model qualifies by implementing :class:`attention.models.base.SequenceModel`'s two methods
 (``encode(src, src_lengths) -> Encoded``, ``step(y_prev, state, memory) -> Step``) and by
 carrying ``cfg.bos_id``, ``cfg.eos_id`` and ``cfg.pad_id``. The RNN encoder–decoders of
-chapters 2, 3 and 9 do; so will the Transformer. Beam search runs the whole batch at once:
+chapters 2, 3 and 9 do; so does the Transformer. Beam search runs the whole batch at once:
 ``B·K`` hypotheses step together, and a sentence whose search is over simply stops changing.
+
+Both decode in eval mode (:func:`in_eval_mode`): dropout off, whatever mode the model was left in,
+so that decoding the same sentence twice gives the same output; the model's own mode, module by
+module, is back when they return (or raise).
 """
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
+from numbers import Integral
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .interface import Translation, select_rows
 
-__all__ = ["greedy", "beam_search"]
+__all__ = ["greedy", "beam_search", "eval_mode", "in_eval_mode", "check_max_len"]
+
+
+@contextmanager
+def eval_mode(model):
+    """``with eval_mode(model):`` runs in ``model.eval()``, then gives every submodule its own mode back
+    (a model that is not an ``nn.Module``, such as a hand-written decoder, is left alone)."""
+    if not isinstance(model, nn.Module):
+        yield model
+        return
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(modes[0][1])
+        for m, training in modes:  # a model may hold submodules in another mode than its own
+            m.training = training
+
+
+def in_eval_mode(decode):
+    """Decorator: ``decode(model, ...)`` runs under :func:`eval_mode` (``model`` is its first argument,
+    so a method, whose first argument is the model itself, works too)."""
+
+    @functools.wraps(decode)
+    def wrapper(model, *args, **kwargs):
+        with eval_mode(model):
+            return decode(model, *args, **kwargs)
+
+    return wrapper
+
+
+def check_max_len(max_len) -> None:
+    """Refuse a ``max_len`` that would decode nothing (< 1) or is not a whole number."""
+    if isinstance(max_len, bool) or not isinstance(max_len, Integral) or max_len < 1:
+        raise ValueError(f"max_len must be a positive int (the most tokens to emit); got {max_len!r}")
 
 
 @torch.no_grad()
+@in_eval_mode
 def greedy(model, src: Tensor, src_lengths: Tensor, max_len: int = 50) -> Translation:
     """Emit the most probable token at each step until EOS (or ``max_len`` tokens)."""
+    check_max_len(max_len)
     memory, state = model.encode(src, src_lengths)
     B = src.shape[0]
     y = torch.full((B,), model.cfg.bos_id, dtype=torch.long, device=src.device)
@@ -39,6 +84,7 @@ def greedy(model, src: Tensor, src_lengths: Tensor, max_len: int = 50) -> Transl
 
 
 @torch.no_grad()
+@in_eval_mode
 def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50,
                 length_penalty: float = 0.0) -> Translation:
     """Keep the ``beam_size`` best partial translations of every sentence, all sentences at once.
@@ -52,6 +98,7 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    check_max_len(max_len)
     B, S = src.shape
     K, device = beam_size, src.device
     memory, state = model.encode(src, src_lengths)

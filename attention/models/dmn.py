@@ -60,6 +60,7 @@ import torch
 from torch import Tensor, nn
 
 from ..functional import masked_softmax
+from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
@@ -87,8 +88,7 @@ class DMNConfig:
         if self.update not in UPDATES:
             raise ValueError(f"DMNConfig.update must be one of {UPDATES}; got {self.update!r}")
         check_dropout("DMNConfig", self.dropout)
-        if not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.vocab:
-            raise ValueError(f"DMNConfig.pad_id must be in [0, vocab={self.vocab}); got {self.pad_id!r}")
+        check_special_id("DMNConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 def last_state(rnn: nn.GRU, x: Tensor, lengths: Tensor) -> Tensor:
@@ -138,13 +138,12 @@ class DMN(nn.Module):
         if story.dim() != 3 or question.dim() != 2 or story.shape[0] != question.shape[0]:
             raise ValueError(f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
                              f"question {tuple(question.shape)}")
-        if story.dtype != torch.long or question.dtype != torch.long:
-            raise ValueError(f"story and question must hold word ids (torch.long); got {story.dtype}, "
-                             f"{question.dtype}")
-        for name, ids in (("story", story), ("question", question)):
-            if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab):
-                raise ValueError(f"{name} has word ids in [{int(ids.min())}, {int(ids.max())}]; "
-                                 f"the vocabulary has {self.cfg.vocab}")
+        if story.shape[1] == 0:
+            raise ValueError(f"story {tuple(story.shape)} has no sentence slots (M = 0); a story needs at least one")
+        if story.shape[2] == 0:
+            raise ValueError(f"story {tuple(story.shape)} has no word positions (J = 0)")
+        check_ids(story, self.cfg.vocab, "story", "word", dtypes=(torch.long,))
+        check_ids(question, self.cfg.vocab, "question", "word", dtypes=(torch.long,))
         pad = self.cfg.pad_id
         if bool((question != pad).sum(-1).eq(0).any()):
             raise ValueError("a question has no words (all padding)")

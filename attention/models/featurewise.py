@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from ..layers import MultiDimensionalAttention
 from ..masks import lengths_to_mask
+from .checks import check_special_id
 from .interface import ClassifierOutput
 from .pooling import BiLSTMEncoder, check_dropout, check_sizes, mlp
 from .registry import register_model
@@ -52,6 +53,7 @@ class AttentionPoolingConfig:
         check_dropout("AttentionPoolingConfig", self.dropout)
         if self.pool not in ATTENTION_POOLS:
             raise ValueError(f"pool must be one of {ATTENTION_POOLS}; got {self.pool!r}")
+        check_special_id("AttentionPoolingConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 @register_model("attention-pooling")

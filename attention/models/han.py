@@ -32,6 +32,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..functional import masked_softmax
 from ..masks import lengths_to_mask
+from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
@@ -59,6 +60,7 @@ class HANConfig:
         check_dropout("HANConfig", self.dropout)
         if self.pool not in POOLS:
             raise ValueError(f"HANConfig.pool must be one of {POOLS}; got {self.pool!r}")
+        check_special_id("HANConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 def check_documents(tokens: Tensor, lengths: Tensor) -> None:
@@ -166,6 +168,7 @@ class HANClassifier(nn.Module):
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> ClassifierOutput:
         check_documents(tokens, lengths)
+        check_ids(tokens, self.cfg.vocab, "tokens", "word")  # padded sentences too: they must hold ids
         s, word_weights = self.sentence_vectors(tokens, lengths)  # (B, N, 2U), (B, N, T)
         n_sentences = (lengths > 0).sum(1)  # (B,)
         h = self.sentence_encoder(s, n_sentences)  # (B, N, 2U)

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from ..functional import attend
 from ..masks import lengths_to_mask
 from ..scores import AdditiveScore
+from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .pooling import check_dropout, check_sentences, check_sizes
 from .registry import register_model
@@ -66,6 +67,7 @@ class LSTMNConfig:
         check_dropout("LSTMNConfig", self.dropout)
         if self.readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}; got {self.readout!r}")
+        check_special_id("LSTMNConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 @dataclass
@@ -102,6 +104,7 @@ class LSTMNClassifier(nn.Module):
     def read(self, tokens: Tensor, lengths: Tensor) -> LSTMNTapes:
         """Run the LSTMN left to right over each sentence; word ``t`` sees only words ``i < t``."""
         check_sentences(tokens, lengths)
+        check_ids(tokens, self.cfg.vocab, "tokens", "word")
         B, T = tokens.shape
         Hd = self.cfg.hidden_dim
         x = self.dropout(self.embed(tokens))  # (B, T, E)

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from ..functional import attend
 from ..local import PredictivePosition, local_attention
 from ..scores import is_content_based
+from .checks import check_ids
 from .interface import Encoded, EncoderMemory, Step
 from .registry import register_model
 from .seq2seq import RNNEncoderDecoder, Seq2SeqConfig
@@ -105,6 +106,7 @@ class LuongSeq2Seq(RNNEncoderDecoder):
 
     def step(self, y_prev: Tensor, state: LuongState, memory: EncoderMemory) -> Step:
         """``y_{t-1}``, state -> logits ``(B, V)``, new state, weights ``(B, S)`` or None."""
+        check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
         x = torch.cat([y, state.feed], dim=-1) if self.cfg.input_feeding else y
         rnn = self.cell(x, state.rnn)

@@ -48,6 +48,7 @@ from torch import Tensor, nn
 from ..functional import attend
 from ..masks import lengths_to_mask
 from ..scores import DotScore
+from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .pooling import check_sizes
 from .registry import register_model
@@ -78,6 +79,7 @@ class MemN2NConfig:
             raise ValueError(f"MemN2NConfig.encoding must be one of {ENCODINGS}; got {self.encoding!r}")
         if self.tying not in TYINGS:
             raise ValueError(f"MemN2NConfig.tying must be one of {TYINGS}; got {self.tying!r}")
+        check_special_id("MemN2NConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 def position_encoding(J: int, D: int, device=None, lengths: Tensor | None = None) -> Tensor:
@@ -180,6 +182,8 @@ class MemN2N(nn.Module):
                              f"question {tuple(question.shape)}")
         if story.shape[1] > self.cfg.memory_size:
             raise ValueError(f"the story has {story.shape[1]} sentences; memory_size is {self.cfg.memory_size}")
+        check_ids(story, self.cfg.vocab, "story", "word")
+        check_ids(question, self.cfg.vocab, "question", "word")
         keep = (story != self.cfg.pad_id).any(-1)  # (B, M), True = a real sentence
         n_real = keep.sum(1)  # (B,)
         if bool((keep[:, 1:] & ~keep[:, :-1]).any()):

@@ -48,6 +48,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..functional import attend
 from ..masks import lengths_to_mask
 from ..scores import make_score
+from .checks import check_ids
+from .decoding import check_max_len, in_eval_mode
 from .interface import Encoded, EncoderMemory, Step
 from .registry import register_model
 
@@ -179,6 +181,7 @@ class NestedSeq2Seq(nn.Module):
             raise ValueError(f"src_lengths must be integers in 1..S = 1..{src.shape[1]}; got {src_lengths.tolist()}")
         if oov is not None and (oov.shape != src.shape or oov.dtype != torch.bool):
             raise ValueError(f"oov must be a bool (B, S) = {tuple(src.shape)} mask; got {oov.dtype} {tuple(oov.shape)}")
+        check_ids(src, self.cfg.src_vocab, "src", "source")
         if not self.cfg.char_level:
             return
         if chars is None or char_lengths is None:
@@ -190,6 +193,7 @@ class NestedSeq2Seq(nn.Module):
         if (char_lengths[real] < 1).any() or (char_lengths > chars.shape[2]).any():
             raise ValueError(f"every real source word needs 1..L = 1..{chars.shape[2]} characters; "
                              f"got char_lengths {char_lengths.tolist()}")
+        check_ids(chars, self.cfg.char_vocab, "chars", "character")
 
     # --- encoding ------------------------------------------------------------------------
     def encode(self, src: Tensor, src_lengths: Tensor, chars: Tensor | None = None,
@@ -230,6 +234,7 @@ class NestedSeq2Seq(nn.Module):
 
     def step(self, y_prev: Tensor, state: Tensor, memory: NestedMemory) -> Step:
         """``y_{t-1}`` ``(B,)``, ``s_{t-1}`` -> logits ``(B, V)``, ``s_t``, weights ``(B, S)``."""
+        check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         logits, state, weights, _ = self._step(y_prev, state, memory)
         return Step(logits, state, weights)
 
@@ -297,6 +302,7 @@ class NestedSeq2Seq(nn.Module):
         ``tgt_chars_in (B, T, K)`` holds ``<bos>`` + that word's characters."""
         if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with B = {src.shape[0]}; got {tuple(tgt_in.shape)}")
+        check_ids(tgt_in, self.cfg.tgt_vocab, "tgt_in", "target")
         if self.cfg.char_level:
             if tgt_unk is None or tgt_chars_in is None:
                 raise ValueError("char_level=True needs tgt_unk (B, T) and tgt_chars_in (B, T, K) for teacher forcing")
@@ -305,6 +311,7 @@ class NestedSeq2Seq(nn.Module):
                 raise ValueError(f"tgt_unk must be bool (B, T) and tgt_chars_in (B, T, K) for tgt_in "
                                  f"{tuple(tgt_in.shape)}; got tgt_unk {tgt_unk.dtype} {tuple(tgt_unk.shape)}, "
                                  f"tgt_chars_in {tuple(tgt_chars_in.shape)}")
+            check_ids(tgt_chars_in, self.cfg.char_vocab, "tgt_chars_in", "character")
         memory, state = self.encode(src, src_lengths, chars, char_lengths, oov)
         logits, maps, states, contexts = [], [], [], []
         for t in range(tgt_in.shape[1]):
@@ -333,16 +340,17 @@ class NestedSeq2Seq(nn.Module):
 
     # --- greedy decoding ------------------------------------------------------------------------
     @torch.no_grad()
+    @in_eval_mode
     def greedy(self, src: Tensor, src_lengths: Tensor, chars: Tensor | None = None,
                char_lengths: Tensor | None = None, oov: Tensor | None = None,
                max_len: int | None = None) -> NestedDecoded:
         """Greedy words (up to ``max_len``, default S + 1); with ``char_level`` every emitted ``<unk>``
-        is spelt by the character decoder."""
+        is spelt by the character decoder. Runs in eval mode (dropout off; the model's mode is restored
+        after)."""
         memory, state = self.encode(src, src_lengths, chars, char_lengths, oov)
         B, S = src.shape
         max_len = S + 1 if max_len is None else max_len
-        if max_len < 1:
-            raise ValueError(f"max_len must be >= 1, got {max_len}")
+        check_max_len(max_len)
         y = src.new_full((B,), self.cfg.bos_id)  # (B,)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
         tokens, maps, states, contexts = [], [], [], []

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..masks import lengths_to_mask
+from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .registry import register_model
 
@@ -72,6 +73,7 @@ class BiLSTMEncoder(nn.Module):
         An empty sentence (length 0) gets zero states and a zero final state.
         """
         check_sentences(tokens, lengths)
+        check_ids(tokens, self.embed.num_embeddings, "tokens", "word")
         x = self.dropout(self.embed(tokens))  # (B, T, E)
         # Packing starts the backward direction at each sentence's real end. It needs the lengths
         # on the CPU (the one sync of the forward pass) and at least one step per sentence: an
@@ -102,6 +104,7 @@ class PoolingClassifierConfig:
         check_dropout("PoolingClassifierConfig", self.dropout)
         if self.pool not in POOLS:
             raise ValueError(f"pool must be one of {POOLS}; got {self.pool!r}")
+        check_special_id("PoolingClassifierConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 def mlp(in_dim: int, hidden_dim: int, classes: int, dropout: float) -> nn.Sequential:

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from ..functional import masked_softmax
 from ..masks import lengths_to_mask
+from .checks import check_special_id
 from .interface import ClassifierOutput
 from .pooling import BiLSTMEncoder, check_dropout, check_sizes, mlp
 from .registry import register_model
@@ -62,6 +63,7 @@ class SelfAttentiveConfig:
         check_dropout("SelfAttentiveConfig", self.dropout)
         if not (isinstance(self.penalty, (int, float)) and 0.0 <= self.penalty < float("inf")):
             raise ValueError(f"SelfAttentiveConfig.penalty must be a finite number >= 0; got {self.penalty!r}")
+        check_special_id("SelfAttentiveConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
 
 @register_model("self-attentive")

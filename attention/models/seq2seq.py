@@ -35,7 +35,9 @@ from ..functional import attend
 from ..masks import lengths_to_mask
 from ..scores import make_score
 from .base import SequenceModel
+from .checks import check_ids, check_special_id
 from .interface import Encoded, EncoderMemory, Step
+from .pooling import check_sizes
 from .registry import register_model
 
 __all__ = ["Seq2SeqConfig", "Seq2Seq", "RNNEncoderDecoder", "Encoder", "reverse_padded"]
@@ -55,9 +57,16 @@ class Seq2SeqConfig:
     dropout: float = 0.2  # on embeddings and before the output layer
     tie_embeddings: bool = False  # output layer shares the target embeddings (Press & Wolf 2017)
     max_src_len: int = 64  # only used by the "location" score
-    pad_id: int = 0
-    bos_id: int = 2
-    eos_id: int = 3
+    pad_id: int = 0  # padding, in both vocabularies (the embeddings' padding_idx)
+    bos_id: int = 2  # the first target token fed when decoding, a target id
+    eos_id: int = 3  # ends a decoded sentence (an id the model never emits: decoding runs max_len steps)
+
+    def __post_init__(self):
+        name = type(self).__name__  # LuongConfig inherits this check
+        check_sizes(name, src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab)
+        check_special_id(name, "pad_id", self.pad_id, src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab)
+        check_special_id(name, "bos_id", self.bos_id, tgt_vocab=self.tgt_vocab)
+        check_special_id(name, "eos_id", self.eos_id)
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -143,6 +152,7 @@ class RNNEncoderDecoder(SequenceModel):
         if lengths.dtype.is_floating_point or (lengths < 1).any() or (lengths > src.shape[1]).any():
             raise ValueError(f"src_lengths must be integers in 1..S = 1..{src.shape[1]} (src {tuple(src.shape)}); "
                              f"got {lengths.tolist()}")
+        check_ids(src, self.cfg.src_vocab, "src", "source")
         if self.cfg.reverse_source:
             src = reverse_padded(src, src_lengths)
         states, final = self.encoder(src, src_lengths)  # (B, S, He)
@@ -184,6 +194,7 @@ class Seq2Seq(RNNEncoderDecoder):
     # --- one decoder step ------------------------------------------------------------------
     def step(self, y_prev: Tensor, state, memory: EncoderMemory) -> Step:
         """``y_{t-1}`` ``(B,)``, ``s_{t-1}`` -> logits ``(B, V)``, ``s_t``, weights ``(B, S)`` or None."""
+        check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         s_prev = state[0] if isinstance(state, tuple) else state  # (B, Hd)
         if self.score is None:
             context, weights = memory.context, None  # the same c at every step

@@ -35,6 +35,7 @@ from ..functional import scaled_dot_product_attention
 from ..layers import MultiHeadAttention
 from ..masks import lengths_to_mask, to_keep_mask
 from .base import SequenceModel
+from .checks import check_ids, check_special_id
 from .interface import Encoded, EncoderMemory, SequenceOutput, Step
 from .registry import register_model
 
@@ -60,9 +61,9 @@ class TransformerConfig:
     num_encoder_layers: int | None = None  # overrides num_layers for the encoder
     num_decoder_layers: int | None = None  # overrides num_layers for the decoder
     fused: bool = False  # attention with F.scaled_dot_product_attention when no weights are asked for
-    pad_id: int = 0
-    bos_id: int = 2
-    eos_id: int = 3
+    pad_id: int = 0  # padding, in both vocabularies (the embeddings' padding_idx)
+    bos_id: int = 2  # the first target token fed when decoding, a target id
+    eos_id: int = 3  # ends a decoded sentence (an id the model never emits: decoding runs max_len steps)
 
     def __post_init__(self):
         sizes = dict(src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab, d_model=self.d_model,
@@ -80,6 +81,10 @@ class TransformerConfig:
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
             raise ValueError(f"share_embeddings needs one vocabulary; got src_vocab={self.src_vocab}, "
                              f"tgt_vocab={self.tgt_vocab}")
+        check_special_id("TransformerConfig", "pad_id", self.pad_id, src_vocab=self.src_vocab,
+                         tgt_vocab=self.tgt_vocab)
+        check_special_id("TransformerConfig", "bos_id", self.bos_id, tgt_vocab=self.tgt_vocab)
+        check_special_id("TransformerConfig", "eos_id", self.eos_id)
 
     @property
     def encoder_layers(self) -> int:
@@ -456,6 +461,7 @@ class Transformer(SequenceModel):
     def step(self, y_prev: Tensor, state: TransformerState, memory: EncoderMemory) -> Step:
         """Feed ``y_prev (B,)`` at position ``state.position``: logits ``(B, V)``, the state with one
         more cached position, the last layer's cross-attention averaged over heads ``(B, S)``."""
+        check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         x = self.embed(y_prev[:, None], self.tgt_embed, start=state.position)  # (B, 1, E)
         padding = ~memory.mask  # (B, S), True = padding
         caches = []
@@ -472,6 +478,9 @@ class Transformer(SequenceModel):
             raise ValueError(f"src must be (B, S) with src_lengths (B,); got {shapes}")
         if tgt_in is not None and (tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]):
             raise ValueError(f"tgt_in must be (B, T) with the source's B; got {shapes}")
+        check_ids(src, self.cfg.src_vocab, "src", "source")
+        if tgt_in is not None:
+            check_ids(tgt_in, self.cfg.tgt_vocab, "tgt_in", "target")
 
     @torch.no_grad()
     def load_torch_weights(self, model: nn.Transformer) -> "Transformer":
