@@ -158,13 +158,13 @@ def capabilities() -> list[str]:
     return order[: order.index(native) + 1]
 
 
-def _execute(path: Path, env: dict, patch: tuple[int, str, str] | None = None):
-    """Execute a copy of ``path`` in a kernel with ``env`` added to the environment."""
+def _execute(path: Path, env: dict, patches: list[tuple[int, str, str]] = ()):
+    """Execute a copy of ``path`` (its code cells changed by ``patches``, ``(cell, old, new)``) in a
+    kernel with ``env`` added to the environment."""
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
-    if patch is not None:
-        number, old, new = patch
+    for number, old, new in patches:
         cell = _code_cells(nb)[number]
         cell.source = cell.source.replace(old, new)
     saved = {k: os.environ.get(k) for k in env}
@@ -198,7 +198,6 @@ def measure_bands(directory: str | Path | None = None, progress: bool = True,
 
     Each execution is one piece of :class:`~attention.results.PartialRuns` (resumable); the
     record ``notebook-bands`` is written once every piece is there."""
-    import nbformat
     done = PartialRuns(BANDS["record"], BANDS, directory)
     cells = [c for c in banded_cells() if not notebooks or c[0].stem in notebooks]
     by_notebook: dict[Path, list] = {}
@@ -208,12 +207,12 @@ def measure_bands(directory: str | Path | None = None, progress: bool = True,
     base = {"ATTENTION_DEVICE": "cpu", "ATTENTION_DATA_DIR": str(corpora)}
     start = time.perf_counter()
 
-    def run(key, env, patch=None):
+    def run(key, env, patches=()):
         if key in done:
             return
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="bands-models-") as models:
-            nb = _execute(path, {**base, **env, "ATTENTION_MODEL_DIR": models}, patch)
+            nb = _execute(path, {**base, **env, "ATTENTION_MODEL_DIR": models}, patches)
         code = _code_cells(nb)
         done.add(key, {"stdout": {str(n): _stdout(code[n]) for n, _ in entries},
                        "seconds": round(time.perf_counter() - t, 1)})
@@ -221,33 +220,17 @@ def measure_bands(directory: str | Path | None = None, progress: bool = True,
             print(f"{key}: {time.perf_counter() - t:.0f} s", flush=True)
 
     for path, entries in by_notebook.items():
+        broken = []
+        for number, cell in entries:
+            if cell_broken(cell) is None:
+                raise ValueError(f"{path.name}, code cell {number}: a banded cell declares 'broken', "
+                                 "the replacement that shows a broken run falls outside its band")
+            broken.append((number, *cell_broken(cell)))
         for cap in capabilities():
             for seed in BANDS["seeds"]:
                 run(f"{path.stem}/{cap}/seed{seed}", {"ATEN_CPU_CAPABILITY": cap, "ATTENTION_SEED": str(seed)})
-        for number, cell in entries:
-            broken = cell_broken(cell)
-            if broken is None:
-                raise ValueError(f"{path.name}, code cell {number}: a banded cell declares 'broken', "
-                                 "the replacement that shows a broken run falls outside its band")
         # one broken execution per notebook, every banded cell of it broken at once
-        nb = nbformat.read(path, as_version=4)
-        patched = path.with_name(f".{path.stem}-broken.ipynb")
-        for number, cell in entries:
-            old, new = cell_broken(cell)
-            _code_cells(nb)[number].source = _code_cells(nb)[number].source.replace(old, new)
-        nbformat.write(nb, patched)
-        try:
-            key = f"{path.stem}/broken"
-            if key not in done:
-                t = time.perf_counter()
-                with tempfile.TemporaryDirectory(prefix="bands-models-") as models:
-                    out = _execute(patched, {**base, "ATTENTION_SEED": "0", "ATTENTION_MODEL_DIR": models})
-                done.add(key, {"stdout": {str(n): _stdout(_code_cells(out)[n]) for n, _ in entries},
-                               "seconds": round(time.perf_counter() - t, 1)})
-                if progress:
-                    print(f"{key}: {time.perf_counter() - t:.0f} s", flush=True)
-        finally:
-            patched.unlink(missing_ok=True)
+        run(f"{path.stem}/broken", {"ATTENTION_SEED": "0"}, broken)
 
     keys = [k for path in by_notebook for k in _pieces(path)]
     if any(k not in done for k in keys):

@@ -159,8 +159,7 @@ def fit_cached(model: nn.Module, task: Task, cache_dir: str | None = None,
     if fit_args.get("max_seconds") is not None:
         raise ValueError("fit_cached needs a fixed number of epochs, not max_seconds")
     device = fit_args.get("device") or next(model.parameters()).device
-    recipe = {k: v for k, v in fit_args.items() if k not in ("device", "progress", "on_epoch")}
-    recipe["seed"] = session_seed(recipe.get("seed"))  # the default seed is the session's: part of the key
+    recipe = _recipe(fit_args)  # the default seed is the session's: part of the key
     path = model_cache_dir(cache_dir) / f"{cache_key(model, task, **recipe)}.pt"
     if path.exists() and not retrain:
         cached, _ = load_checkpoint(path, expect=model_name(model), map_location=device)
@@ -183,9 +182,15 @@ def kept_path(name: str, directory: str | Path | None = None) -> Path:
     return Path(directory or KEPT_DIR) / f"kept-{name}.pt"
 
 
-def _kept_identity(model: nn.Module, task: Task, fit_args: dict) -> dict:
+def _recipe(fit_args: dict) -> dict:
+    """What of :func:`fit`'s arguments decides the weights, the default seed (the session's) resolved."""
     recipe = {k: v for k, v in fit_args.items() if k not in ("device", "progress", "on_epoch")}
     recipe["seed"] = session_seed(recipe.get("seed"))
+    return recipe
+
+
+def _kept_identity(model: nn.Module, task: Task, fit_args: dict) -> dict:
+    recipe = _recipe(fit_args)
     return json.loads(json.dumps({"model": model_name(model), "config": dataclasses.asdict(model.cfg),
                                   "task": task.fingerprint(), "recipe": recipe}, sort_keys=True, default=str))
 
