@@ -1,4 +1,4 @@
-"""``python -m attention <command>``: see :mod:`attention.cli`."""
-from .cli import main
+"""``python -m attention <command>``: see :mod:`attention.book.cli`."""
+from .book.cli import main
 
 raise SystemExit(main())

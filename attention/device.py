@@ -11,15 +11,15 @@ how much a live training cell varies (see CONTRIBUTING.md, "Numbers that travel"
 """
 from __future__ import annotations
 
+import io
 import os
 import random
 
 import numpy as np
 import torch
 
-from .viz import show_figures_in_notebooks
-
-__all__ = ["get_device", "seed_everything", "set_threads", "setup", "session_seed", "SEED_ENV"]
+__all__ = ["get_device", "seed_everything", "set_threads", "setup", "session_seed", "show_figures_in_notebooks",
+           "SEED_ENV"]
 
 #: the environment variable that replaces the seed a notebook gives :func:`setup`
 SEED_ENV = "ATTENTION_SEED"
@@ -73,3 +73,26 @@ def setup(seed: int = 0, threads: int | None = 1, device: str | None = None) -> 
 def session_seed(seed: int | None = None) -> int:
     """``seed`` when given, else the seed of the last :func:`setup` (0 before any)."""
     return _SESSION_SEED if seed is None else seed
+
+
+def _figure_png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def show_figures_in_notebooks() -> None:
+    """Let a returned matplotlib ``Figure`` display as a PNG in IPython/Jupyter/Colab.
+
+    The book's figures are made without pyplot (no global state), so no backend shows them; this
+    registers a PNG formatter for ``matplotlib.figure.Figure`` by name, so matplotlib is imported
+    only by the code that draws. :func:`setup` calls it; outside IPython it does nothing.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.display_formatter.formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", _figure_png)

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .device import show_figures_in_notebooks
 from .functional import masked_softmax
 from .local import window_positions
 from .scores import make_score
@@ -138,23 +139,6 @@ def figure_to_png(fig, dpi: int = 72) -> bytes:
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
 
-
-def show_figures_in_notebooks() -> None:
-    """Let a returned ``Figure`` display as a PNG in IPython/Jupyter/Colab.
-
-    Our figures are made without pyplot (no global state), so no backend shows
-    them; this registers the same formatter matplotlib's inline backend uses.
-    :func:`attention.setup` calls it; outside IPython it does nothing.
-    """
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None:
-        return
-    from matplotlib.figure import Figure
-    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: figure_to_png(fig, dpi=100))
 
 
 
@@ -824,7 +808,7 @@ __all__ += ["results_figure"]
 
 
 def results_figure(rows: Sequence[dict], title: str | None = None):
-    """One record of the leaderboard (:func:`attention.leaderboard.leaderboard` rows of one record)
+    """One record of the leaderboard (:func:`attention.book.leaderboard.leaderboard` rows of one record)
     as horizontal bars, mean ± sd over the seeds, grey for models without attention, orange with."""
     from matplotlib.figure import Figure
     rows = list(rows)

@@ -23,19 +23,19 @@ import torch
 from torch import Tensor
 
 from .data import Vocab, collate, make_dates
-from .captioning import build_captioner
+from .studies.captioning import build_captioner
 from .data.digits import caption
 from .data.documents import Document
 from .metrics import spearman
 from .data.aspects import TaggedSentence
-from .leaderboard import leaderboard
-from .benchviz import GROUPS, benchmark_figure
+from .book.leaderboard import leaderboard
+from .book.benchviz import GROUPS, benchmark_figure
 from .results import load_result
-from .faithfulness import adversarial, logits_with_weights, permuted, uniform, without_top
+from .explain import adversarial, logits_with_weights, permuted, uniform, without_top
 from .models import (CMLA, AttentionPooling, AttentionPoolingConfig, CMLAConfig, HANClassifier, HANConfig, LSTMNClassifier, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq, LSTMNConfig, Seq2Seq, Seq2SeqConfig, SelfAttentiveClassifier,
                      SelfAttentiveConfig, Transformer, TransformerConfig)
 from .tasks import ClassificationData, Example, TranslationData, decode_steps
-from .ntm import address
+from .addressing import address
 from .tasks.documents import DocumentData
 from .tasks.captions import digit_captions
 from .tasks.qa import QAData, babi_data
@@ -598,7 +598,7 @@ ADDRESSING_CONTROLS = {"beta": [1.0, 20.0], "g": [0.0, 0.5, 1.0], "shift": [-1, 
 def addressing_explorer(mode: str = "auto", **defaults) -> Explorer:
     """Chapter 7: one NTM addressing step on a fixed memory of 8 slots (Graves et al. 2014, §3.3):
     key strength ``beta``, interpolation gate ``g``, a shift of −1, 0 or +1 slot and the sharpening
-    ``gamma`` -> the weighting after each stage (``attention.ntm.address``, ``viz.addressing_figure``).
+    ``gamma`` -> the weighting after each stage (``attention.addressing.address``, ``viz.addressing_figure``).
     The key is closest to slot 2; the previous weighting sat on slot 6."""
     g = torch.Generator().manual_seed(7)
     memory = torch.randn(1, 8, 6, generator=g)
@@ -810,7 +810,7 @@ def faithfulness_explorer(model=None, data=None, sentences=None, eps: float = 0.
     weights permuted over the words, uniform weights, the weights without their largest entry, or
     adversarial weights as different as possible whose output stays within ``eps`` -- and see the
     weights (averaged over the features) above all five, with the probability of the positive class
-    that the classifier gives with them (:mod:`attention.faithfulness`). The static page holds
+    that the classifier gives with them (:mod:`attention.explain`). The static page holds
     sentences × 5 frames.
 
     Args:
@@ -860,7 +860,7 @@ def results_explorer(rows: Sequence[dict] | None = None, mode: str = "auto") -> 
     record of the leaderboard.
 
     Args:
-        rows: leaderboard rows (default: :func:`attention.leaderboard.leaderboard` of the package's
+        rows: leaderboard rows (default: :func:`attention.book.leaderboard.leaderboard` of the package's
             registry).
     """
     rows = list(leaderboard() if rows is None else rows)

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from attention import experiments, results
-from attention.ablation import BUDGETS, REFERENCE, VARIANTS, Variant, build_variant, count, match_budget, run_ablation
+from attention.studies.ablation import BUDGETS, REFERENCE, VARIANTS, Variant, build_variant, count, match_budget, run_ablation
 
 
 def test_variants_cover_every_score_and_placement():
@@ -100,7 +100,7 @@ def test_partial_runs_refuse_non_finite_numbers(tmp_path):
 
 
 def test_converged_ablation_writes_its_record_only_when_complete(tmp_path):
-    from attention.ablation import run_converged
+    from attention.studies.ablation import run_converged
     assert run_converged("converged-test", seeds=[0], directory=tmp_path) is None  # seed 1 still missing
     assert not (tmp_path / "ablation-converged-test.json").exists()
     record = run_converged("converged-test", directory=tmp_path)  # runs only seed 1
@@ -120,7 +120,7 @@ def test_partial_runs_see_the_pieces_another_process_wrote(tmp_path):
 
 
 def test_status_lists_done_and_missing_pieces(tmp_path):
-    from attention.ablation import converged_status, run_converged
+    from attention.studies.ablation import converged_status, run_converged
     run_converged("converged-test", seeds=[0], directory=tmp_path)
     status = converged_status("converged-test", tmp_path)
     assert status["done"] == ["dates/global-general+feed/seed0", "dates/local-p-dot/seed0"]
@@ -133,7 +133,7 @@ def test_status_lists_done_and_missing_pieces(tmp_path):
 
 
 def test_a_pairs_pieces_survive_a_change_to_another_pairs_recipe(tmp_path, monkeypatch):
-    from attention.ablation import BUDGETS, converged_status, run_converged
+    from attention.studies.ablation import BUDGETS, converged_status, run_converged
     run_converged("converged-test", seeds=[0], directory=tmp_path)
     assert len(converged_status("converged-test", tmp_path)["done"]) == 2
     monkeypatch.setitem(BUDGETS, "converged-test", BUDGETS["converged-test"] | {"ding_n": 17000, "patience": 9})
@@ -143,7 +143,7 @@ def test_a_pairs_pieces_survive_a_change_to_another_pairs_recipe(tmp_path, monke
 
 
 def test_raising_the_epoch_cap_keeps_pieces_that_stopped_early_and_redoes_capped_ones(tmp_path, monkeypatch):
-    from attention.ablation import BUDGETS, _stores, converged_status
+    from attention.studies.ablation import BUDGETS, _stores, converged_status
     recipe = BUDGETS["converged-test"]
     store = _stores("converged-test", recipe, tmp_path)["dates"]
     store.add("dates/global-general+feed/seed0", {"best_epoch": 1, "stopped": "early stopping: no better ..."})

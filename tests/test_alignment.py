@@ -1,10 +1,12 @@
 """Chapter 10: the Transformer's cross-attention scored as alignment on the date task."""
 import torch
 
-from attention import alignment, results
+from attention import results
+
+from attention.studies import alignment
 from attention.experiments import dates_data
 from attention.models import build
-from attention.comparison import transformer_config
+from attention.studies.comparison import transformer_config
 
 
 def test_head_aers_score_every_layer_and_head():

@@ -18,16 +18,18 @@ import pytest
 import torch
 from test_data import _ar, _tar_gz
 
-import attention.ntm as ntm
-from attention import bleu, checkpoints, memory, metrics, webexport, widgets
+import attention.addressing as ntm
+from attention import bleu, checkpoints, metrics, widgets
+from attention.studies import memory
+from attention.book import webexport
 from attention import experiments as ex
 from attention.checkpoints import CheckpointError, load_checkpoint
 from attention.data import cache
 from attention.data.cache import Source, fetch, read_member
-from attention.exercises import EXERCISES, verdict
+from attention.book.exercises import EXERCISES, verdict
 from attention.hard import reinforce_surrogate
 from attention.models.registry import build
-from attention.ntm import content_weights, interpolate, sharpen, shift
+from attention.addressing import content_weights, interpolate, sharpen, shift
 from attention.scores import CosineScore, make_score
 from attention.tasks.copy import copy_batch, random_sequences
 

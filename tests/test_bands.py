@@ -1,4 +1,4 @@
-"""The declared bands of the checked cells that print live training (attention/bands.py).
+"""The declared bands of the checked cells that print live training (attention/studies/bands.py).
 
 A band lets the decimal numbers of a banded line move; the rest compares exactly. Each band
 must be measured (the record ``notebook-bands``: every CPU kernel setting x three seeds, each
@@ -9,7 +9,7 @@ import re
 import nbformat
 import pytest
 
-from attention import bands
+from attention.studies import bands
 from attention.results import load_result
 
 BAND = [{"lines": "^score", "abs": [0.05, 0.01]}]

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from attention import bench, results
-from attention.families import EXAMPLES
+from attention import results
+
+from attention.book import bench
+from attention.book.families import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 

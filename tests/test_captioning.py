@@ -1,8 +1,10 @@
-"""Chapter 8's recorded run (attention/captioning.py), on a seconds-long stand-in."""
+"""Chapter 8's recorded run (attention/studies/captioning.py), on a seconds-long stand-in."""
 import pytest
 import torch
 
-from attention import captioning, results
+from attention import results
+
+from attention.studies import captioning
 from attention.tasks.captions import digit_captions
 
 TINY = {"seeds": [0], "n_train": 40, "n_valid": 16, "n_test": 16, "max_epochs": 1, "spread_samples": 3,

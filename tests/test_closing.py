@@ -1,7 +1,9 @@
 """Chapter 11: the closing table reads every mechanism's best result from the leaderboard."""
 import pytest
 
-from attention import closing, leaderboard, viz, widgets
+from attention import viz, widgets
+
+from attention.book import closing, leaderboard
 
 
 def test_every_mechanism_maps_to_a_family_and_a_recorded_result():

@@ -5,7 +5,9 @@ import subprocess
 import pytest
 import torch
 
-from attention import coupled, results
+from attention import results
+
+from attention.studies import coupled
 from attention import experiments as ex
 from attention.data import Vocab
 from attention.data.aspects import (BRILL_LEXICON, CHECK_FILE, SILVER, TAGS, TaggedSentence, frequent_nouns,

@@ -1,7 +1,9 @@
-"""Chapter 6's recorded runs (attention/comparison.py), on a seconds-long stand-in recipe."""
+"""Chapter 6's recorded runs (attention/studies/comparison.py), on a seconds-long stand-in recipe."""
 import pytest
 
-from attention import comparison, results
+from attention import results
+
+from attention.studies import comparison
 from attention.experiments import dates_data
 
 

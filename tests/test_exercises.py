@@ -1,8 +1,8 @@
 """Every exercise's checker accepts its solution and refuses a typical wrong answer."""
 import pytest
 
-from attention import exercises
-from attention.exercises import EXERCISES, check, verdict
+from attention.book import exercises
+from attention.book.exercises import EXERCISES, check, verdict
 
 
 def test_chapters_have_their_exercises():

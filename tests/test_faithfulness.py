@@ -1,4 +1,4 @@
-"""Faithfulness tests of attention (attention/faithfulness.py): running a pooling classifier with
+"""Faithfulness tests of attention (attention/explain.py): running a pooling classifier with
 other weights, the perturbations, adversarial weights, input × gradient."""
 import math
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention import faithfulness as fa
+from attention import explain as fa
 from attention.models import AttentionPooling, AttentionPoolingConfig
 from attention.tasks import ClassificationData, Example
 from attention.data import Vocab
@@ -108,7 +108,8 @@ def test_perturbation_report_on_a_tiny_set():
 
 
 def test_run_faithfulness_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
-    from attention import evaluation, results
+    from attention import results
+    from attention.studies import faithfulness as evaluation
     from attention.tasks import sentiment_data
 
     full = sentiment_data("vader")

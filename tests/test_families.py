@@ -1,10 +1,10 @@
-"""One small runnable example per model family (attention/families.py): every registered family has
+"""One small runnable example per model family (attention/book/families.py): every registered family has
 one, it trains (finite loss, finite gradients), its attention map is a distribution over the real
 positions, and a seed fixes it."""
 import pytest
 import torch
 
-from attention.families import EXAMPLES, FamilyExample, example
+from attention.book.families import EXAMPLES, FamilyExample, example
 from attention.models import MODELS
 
 #: the families whose example has no attention map
@@ -20,7 +20,7 @@ FAMILIES = sorted(name for name, cls in MODELS.items() if cls.__module__.startsw
 
 def test_every_registered_family_has_an_example():
     missing = [name for name in FAMILIES if name not in EXAMPLES]
-    assert not missing, f"add an example to attention/families.py for the model families {missing}"
+    assert not missing, f"add an example to attention/book/families.py for the model families {missing}"
     assert set(EXAMPLES) <= set(MODELS), f"examples of unregistered families: {sorted(set(EXAMPLES) - set(MODELS))}"
     assert WITHOUT_ATTENTION | UNPADDED <= set(EXAMPLES)
     with pytest.raises(KeyError, match="no example for model family 'nope'"):

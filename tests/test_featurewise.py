@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from attention import experiments as ex
-from attention import multidim, results
+from attention import results
+from attention.studies import multidim
 from attention.data import Vocab
 from attention.layers import MultiDimensionalAttention
 from attention.models import AttentionPooling, AttentionPoolingConfig, build, model_name

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import families, gpu_check
-from attention.bench import GOALS
-from attention.families import EXAMPLES
+from attention.book import families, gpu_check
+from attention.book.bench import GOALS
+from attention.book.families import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 

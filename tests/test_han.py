@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attention import experiments as ex
-from attention import hierarchical as H
+from attention.studies import han as H
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import SOURCES, Vocab
 from attention.data.documents import (VADER_DOCUMENTS, Document, load_pang_lee, load_vader_documents,

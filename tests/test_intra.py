@@ -1,8 +1,10 @@
-"""The recorded run of attention inside one sentence (attention/intra.py), on a seconds-long stand-in."""
+"""The recorded run of attention inside one sentence (attention/studies/intra.py), on a seconds-long stand-in."""
 import pytest
 import torch
 
-from attention import intra, results
+from attention import results
+
+from attention.studies import intra
 from attention.tasks.classification import sentiment_data
 
 

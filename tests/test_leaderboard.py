@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from attention import leaderboard as lb
+from attention.book import leaderboard as lb
 from attention import results
 
 

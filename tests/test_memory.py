@@ -1,8 +1,10 @@
-"""Chapter 7's recorded run (attention/memory.py) and its task (attention/tasks/qa.py), on a seconds-long stand-in."""
+"""Chapter 7's recorded run (attention/studies/memory.py) and its task (attention/tasks/qa.py), on a seconds-long stand-in."""
 import pytest
 import torch
 
-from attention import memory, results
+from attention import results
+
+from attention.studies import memory
 from attention.data.babi import QA
 from attention.models import MemN2N, MemN2NConfig
 from attention.tasks.qa import babi_data
@@ -87,7 +89,7 @@ def test_a_second_process_takes_the_runs_from_the_end(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["intra", "han", "nested", "memory"])
 def test_every_resumable_command_reports_its_status(command, tmp_path, capsys):
-    from attention import cli
+    from attention.book import cli
     assert cli.main([command, "--status", "--results-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("0 runs done, ") and "missing" in out

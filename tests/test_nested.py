@@ -1,5 +1,5 @@
 """Nested word/character attention (attention/models/nested.py), the spelling task
-(attention/tasks/spelling.py, attention/data/spelling.py) and its recorded run (attention/nested.py).
+(attention/tasks/spelling.py, attention/data/spelling.py) and its recorded run (attention/studies/nested.py).
 
 The model tests run on a toy task made here; the ``real`` tests read codespell's wheel and the
 translation corpora through the cache (skipped when offline and not cached).
@@ -9,7 +9,9 @@ import subprocess
 import pytest
 import torch
 
-from attention import nested, results
+from attention import results
+
+from attention.studies import nested
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import Vocab
 from attention.data.spelling import is_plain_word, load_codespell, misspellings_of, parse_codespell

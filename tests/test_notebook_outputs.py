@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from attention.bands import cell_bands, compare_banded
+from attention.studies.bands import cell_bands, compare_banded
 from conftest import build_run_times
 from nbval.plugin import (
     coalesce_streams,
@@ -100,7 +100,7 @@ def _diff(reference, executed):
 def compare_outputs(reference, executed, bands=()):
     """None when nbval --nbval-lax would accept ``executed`` for ``reference``; else why not.
 
-    ``bands`` (a cell's declared bands, :mod:`attention.bands`): on the banded lines of its
+    ``bands`` (a cell's declared bands, :mod:`attention.studies.bands`): on the banded lines of its
     ``stdout``, the decimal numbers may move within the band; everything else compares exactly."""
     ref, test = _by_field(reference), _by_field(executed)
     if set(ref) - set(test):

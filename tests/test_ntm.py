@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from attention.ntm import ADDRESSING_STEPS, address, content_weights, interpolate, sharpen, shift
+from attention.addressing import ADDRESSING_STEPS, address, content_weights, interpolate, sharpen, shift
 
 
 def test_content_weights_are_a_softmax_of_beta_times_cosine(device):

@@ -13,8 +13,8 @@ from babel.dates import format_date
 from conftest import load_or_skip
 
 from attention import experiments as ex
-from attention import webexport
-from attention.webexport import OnnxTranslator, parity, tokenize
+from attention.book import webexport
+from attention.book.webexport import OnnxTranslator, parity, tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT = ROOT / "_build" / "html" / "playground-models"

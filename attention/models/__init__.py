@@ -35,7 +35,7 @@ from .nested import NestedConfig, NestedSeq2Seq
 from .ntm import NTM, NTMConfig
 from .luong import LuongConfig, LuongSeq2Seq, LuongState
 from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
-from .registry import MODELS, build, model_name, register_model
+from .registry import MODELS, build, count_parameters, model_name, register_model
 from .selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalized_loss, penalty
 from .seq2seq import Encoder, RNNEncoderDecoder, Seq2Seq, Seq2SeqConfig, reverse_padded
 from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, PositionalEncoding, Residual,
@@ -48,5 +48,5 @@ __all__ = ["ATTENTION_POOLS", "AttentionPooling", "AttentionPoolingConfig", "BiL
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
            "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step", "TaggerOutput",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
-           "Translation", "build", "model_name", "noam_schedule", "penalized_loss", "penalty",
+           "Translation", "build", "count_parameters", "model_name", "noam_schedule", "penalized_loss", "penalty",
            "register_model", "reverse_padded", "select_rows"]

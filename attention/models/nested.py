@@ -34,7 +34,7 @@ With ``char_level=True`` two character-level pieces handle what the word level c
 Training adds the two cross-entropies (word tokens, and characters of the ``<unk>`` target
 words). Both attentions use :func:`attention.functional.attend`, so padded words and padded
 characters get exactly zero weight. The task is :mod:`attention.tasks.spelling`; the recorded
-run :mod:`attention.nested`. The model has its own ``forward`` and ``greedy`` (they take the
+run :mod:`attention.studies.nested`. The model has its own ``forward`` and ``greedy`` (they take the
 characters too); ``step`` keeps the word level's :class:`~attention.models.interface.Step` shape.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Graves et al. (2014), "Neural Turing Machines": a controller with one read head and one write
-head on an N × W memory (chapter 7). The four addressing steps are :func:`attention.ntm.address`;
+head on an N × W memory (chapter 7). The four addressing steps are :func:`attention.addressing.address`;
 this file adds what the heads do with a weighting and the loop over time.
 
 Shape legend: B batch, T time steps, I input width (bits + 1: the data bits and the delimiter
@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..ntm import address
+from ..addressing import address
 from .pooling import check_sizes
 from .registry import register_model
 

@@ -19,7 +19,7 @@ from typing import Callable, TypeVar
 
 from torch import nn
 
-__all__ = ["MODELS", "register_model", "build", "model_name", "config_from_dict"]
+__all__ = ["MODELS", "register_model", "build", "model_name", "config_from_dict", "count_parameters"]
 
 #: registry name -> model class
 MODELS: dict[str, type[nn.Module]] = {}
@@ -77,3 +77,8 @@ def build(name: str, config) -> nn.Module:
     if not isinstance(config, expected):
         raise TypeError(f"model {name!r} takes a {expected.__name__}, got {type(config).__name__}")
     return MODELS[name](config)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """How many numbers ``model`` learns (every parameter, trainable or not)."""
+    return sum(p.numel() for p in model.parameters())

@@ -184,47 +184,35 @@ def mean_sd(values) -> dict:
 
 
 class PartialRuns:
-    """The finished pieces of a long recorded run, so that it can stop and resume.
+    """The finished pieces of a recorded run not yet written as its record, so that it can stop and
+    resume (:mod:`attention.studies.base`).
 
     One JSON line per finished piece in ``<directory>/partial/<name>.jsonl``, keyed by a string
     (e.g. ``"hsk/global-general+feed/seed1"``) and stamped with the recipe: a piece recorded
     under another recipe is not reused, unless ``reuse(old_recipe, result)`` says the piece would
     be the same under this recipe (e.g. a run that stopped early, before a lower epoch cap, runs
-    the same updates under a higher one). Commit the file with the results as they land; when
-    every piece is there, the command writes the record and the partial file can go.
+    the same updates under a higher one). One process writes the file (the study's runner, however
+    many workers run the pieces); once the record is written its rows are the pieces, and the
+    partial file can go.
     """
 
     def __init__(self, name: str, recipe: dict, directory: str | Path | None = None,
                  reuse: Callable[[dict, dict], bool] | None = None):
         self.path = Path(directory or RESULTS_DIR) / "partial" / f"{name}.jsonl"
         self.recipe = json.loads(json.dumps(recipe))
-        self.reuse = reuse
         self._rows: dict[str, dict] = {}
-        self._read_up_to = 0  # bytes of the file already read
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Read the pieces another process appended since the last read (two processes may
-        share one file, each taking the pieces that are not there yet)."""
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as f:
-            f.seek(self._read_up_to)
-            data = f.read()
-        complete = data[:data.rfind(b"\n") + 1]  # a line still being written is read next time
-        self._read_up_to += len(complete)
-        for line in complete.decode().splitlines():
-            if line.strip():
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        for line in lines:
+            try:
                 row = json.loads(line)
-                if row.get("recipe") == self.recipe:
-                    self._rows[row["key"]] = row["result"]
-                elif self.reuse is not None and row["key"] not in self._rows \
-                        and self.reuse(row.get("recipe") or {}, row["result"]):
-                    self._rows[row["key"]] = row["result"]
+            except json.JSONDecodeError:  # a line cut short by a crash: that piece runs again
+                continue
+            if row.get("recipe") == self.recipe:
+                self._rows[row["key"]] = row["result"]
+            elif reuse is not None and row["key"] not in self._rows and reuse(row.get("recipe") or {}, row["result"]):
+                self._rows[row["key"]] = row["result"]
 
     def __contains__(self, key: str) -> bool:
-        if key not in self._rows:
-            self.refresh()
         return key in self._rows
 
     def __len__(self) -> int:
@@ -240,10 +228,9 @@ class PartialRuns:
         if problems:
             raise ValueError(f"piece {key!r} has non-finite numbers at {problems}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.refresh()  # keep the read position at the end of what others wrote
         with self.path.open("a") as f:
             f.write(json.dumps({"key": key, "recipe": self.recipe, "result": result}, ensure_ascii=False) + "\n")
-        self._rows[key] = result  # the next refresh reads this line again: same key, same result
+        self._rows[key] = result
 
 
 def beyond_spread(x: dict, y: dict) -> bool:

@@ -1,0 +1,108 @@
+"""The whole results registry as one table: every recorded comparison of the book, its headline
+metric as mean ± sd over seeds, with its size, cost and provenance (chapter 10).
+
+Nothing here is typed by hand: :func:`leaderboard` walks each record of
+:mod:`attention.results` and takes, from every summary cell, the first of :data:`HEADLINE` that the
+cell holds as ``mean_sd`` (exact match for captions, BLEU for translation, accuracy for
+classification and question answering, F1 for tagging, bit accuracy for copying). A record whose
+numbers are not summarised over seeds is listed in :data:`UNSUMMARISED` with the reason, so that a
+new record must either yield rows or say why it does not (``tests/test_leaderboard.py``).
+
+A row: ``record``, ``entry`` (the path of the cell inside the summary, e.g. ``"hsk / global-dot+feed"``),
+``metric``, ``mean``, ``sd``, ``n`` (seeds), ``parameters`` and ``train_seconds`` (where the cell or
+its record has them), ``attention`` (False for the book's baselines without attention, see
+:data:`NO_ATTENTION`), ``command``, ``machine``, ``torch``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..results import list_results, load_result
+
+__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard"]
+
+#: the metric a row reports: the first of these a summary cell holds as a mean ± sd
+HEADLINE = ("exact_match", "bleu", "accuracy", "f1", "bit_accuracy")
+
+#: entries (the last part of a row's path) that are the book's models without attention
+NO_ATTENTION = frozenset({"encoder-decoder", "none+feed", "mean", "bilstm-last", "bilstm-mean", "bilstm-max",
+                          "hn-ave", "hn-max", "copy-lstm", "word"})
+
+#: records with no summary over seeds, and why
+UNSUMMARISED = {"ablation-small": "one seed after a fixed number of updates: a scan, not a comparison",
+                "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality",
+                "notebook-bands": "how far a notebook's live training moves across CPU kernels and seeds, not a model's quality"}
+
+#: keys of a summary cell that hold per-run detail, not more cells
+_SKIP = frozenset({"runs", "values"})
+
+
+def _is_mean_sd(x) -> bool:
+    return isinstance(x, dict) and "mean" in x and "n" in x
+
+
+def _cells(tree: dict, path: tuple = (), inherited: dict | None = None):
+    """``(path, cell, inherited)`` for every dict under ``tree`` that holds a headline metric as
+    mean ± sd; ``inherited`` holds the ``parameters`` and ``train_seconds`` of the enclosing cells."""
+    inherited = {**(inherited or {}), **{k: tree[k] for k in ("parameters", "train_seconds") if k in tree}}
+    if any(_is_mean_sd(tree.get(m)) for m in HEADLINE):
+        yield path, tree, inherited
+        return
+    for key, value in tree.items():
+        if key not in _SKIP and isinstance(value, dict) and not _is_mean_sd(value):
+            yield from _cells(value, path + (str(key),), inherited)
+
+
+def _summary(record: dict) -> dict | None:
+    metrics = record["metrics"]
+    return metrics.get("summary") or metrics.get("models")
+
+
+def leaderboard(directory: str | Path | None = None) -> list[dict]:
+    """One row per summary cell of every record (see the module docstring), baselines without
+    attention first within each record."""
+    rows = []
+    for name in list_results(directory):
+        if name in UNSUMMARISED:
+            continue
+        record = load_result(name, directory)
+        summary = _summary(record)
+        if summary is None:
+            raise ValueError(f"the record {name!r} has no 'summary' (or 'models') of its runs; summarise them "
+                             f"with attention.results.mean_sd, or add it to leaderboard.UNSUMMARISED with a reason")
+        found = []
+        for path, cell, inherited in _cells(summary):
+            metric = next(m for m in HEADLINE if _is_mean_sd(cell.get(m)))
+            value = cell[metric]
+            seconds, parameters = inherited.get("train_seconds"), inherited.get("parameters")
+            found.append({
+                "record": name, "entry": " / ".join(path), "metric": metric, "mean": value["mean"], "sd": value["sd"],
+                "n": value["n"], "parameters": round(parameters["mean"]) if _is_mean_sd(parameters) else parameters,
+                "train_seconds": seconds["mean"] if _is_mean_sd(seconds) else seconds,
+                "attention": not (path and path[0] in NO_ATTENTION or path and path[-1] in NO_ATTENTION),
+                "command": record["command"], "machine": record["machine"], "torch": record["versions"]["torch"]})
+        if not found:
+            raise ValueError(f"the record {name!r} has a summary but no cell with a headline metric {HEADLINE} "
+                             "as mean ± sd")
+        rows += sorted(found, key=lambda r: r["attention"])  # stable: baselines first, then the record's order
+    return rows
+
+
+def format_leaderboard(rows: list[dict], digits: int = 3) -> str:
+    """The rows as a plain-text table (the chapter prints it): record, entry, metric, mean ± sd,
+    seeds, parameters, mean training seconds per run, attention or not; then, once per record,
+    the command, machine and torch version it was recorded with."""
+    lines = [f"{'record':<24} {'entry':<34} {'metric':<13} {'mean ± sd':>17} {'n':>2} {'params':>10} "
+             f"{'train s':>8} attention"]
+    for r in rows:
+        sd = "" if r["sd"] is None else f" ± {r['sd']:.{digits}f}"
+        params = "" if r["parameters"] is None else f"{r['parameters']:,}"
+        seconds = "" if r["train_seconds"] is None else f"{r['train_seconds']:.0f}"
+        lines.append(f"{r['record']:<24} {r['entry'][:34]:<34} {r['metric']:<13} {r['mean']:>9.{digits}f}{sd:<8} "
+                     f"{r['n']:>2} {params:>10} {seconds:>8} {'yes' if r['attention'] else 'no'}")
+    lines.append("")
+    for record in dict.fromkeys(r["record"] for r in rows):
+        r = next(x for x in rows if x["record"] == record)
+        machine = ", ".join(f"{k} {v}" for k, v in r["machine"].items())
+        lines.append(f"{record:<24} {r['command']}  ({machine}; torch {r['torch']})")
+    return "\n".join(lines)

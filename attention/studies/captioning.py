@@ -1,0 +1,185 @@
+"""Chapter 8's recorded run: soft, hard and Gumbel attention captioning rows of handwritten digits.
+
+    python -m attention captions            # 3 attention kinds x 3 seeds, resumable
+    python -m attention captions --reverse  # the same from the last run backwards (a second process)
+    python -m attention captions --status   # the runs done and missing
+
+Every run trains :class:`~attention.models.captioner.ShowAttendTell` on
+:func:`attention.tasks.captions.digit_captions` until the validation exact match (whole caption
+right) has not improved for ``patience`` epochs, keeps its best epoch and reports, on the test
+canvases (digit images never seen in training), exact match, BLEU, per-digit accuracy and the
+alignment score: how often the most attended grid cell, while a digit's word is written, overlaps
+that digit.
+
+The price of hard attention is measured at each hard run's trained parameters (:func:`gradient_spread`):
+the variance of its gradient estimate over repeated draws of the locations on one batch, with the
+moving-average baseline and without it, beside the gradient of soft attention at the same
+parameters (deterministic on one batch) and the spread of soft's gradient over different batches,
+the ordinary noise of stochastic gradient descent.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+
+import torch
+
+from ..checkpoints import save_checkpoint
+from ..device import setup
+from ..experiments import fit
+from ..hard import flat_gradient, gradient_spread_summary, gradient_variance
+from ..models import build
+from ..results import PartialRuns, mean_sd, model_path, record_result
+from ..tasks.captions import CaptionData, alignment_hit, digit_captions
+
+__all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "run_captions",
+           "captions_status"]
+
+CAPTIONS = {"arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2], "n_train": 6000, "n_valid": 1000,
+            "n_test": 1000, "height": 16, "width": 40, "n_digits": 3, "pools": 3, "doubly_stochastic": 0.01,
+            "entropy_weight": 0.01, "reward_weight": 1.0, "expectation_prob": 0.5, "tau": 1.0, "max_epochs": 40,
+            "patience": 5,
+            "batch_size": 32, "lr": 3e-3, "spread_samples": 64, "spread_batch": 32}
+
+#: Xu et al. (2015), Table 1: BLEU-4 on Flickr8k (photographs with five English captions each).
+PAPER = {"Flickr8k, BLEU-4": {"soft": 19.5, "hard": 21.3}}
+
+
+def build_captioner(data: CaptionData, attention: str, recipe: dict | None = None, seed: int = 0):
+    """The captioner of ``recipe`` (default :data:`CAPTIONS`) with ``attention`` "soft", "hard" or
+    "gumbel" for ``data``, initialised from ``seed``."""
+    recipe = recipe or CAPTIONS
+    torch.manual_seed(seed)
+    v = data.vocab
+    return build("show-attend-tell", dict(
+        vocab=len(v), attention=attention, pad_id=v.pad_id, bos_id=v.bos_id, eos_id=v.eos_id,
+        image_height=recipe["height"], image_width=recipe["width"], doubly_stochastic=recipe["doubly_stochastic"],
+        entropy_weight=recipe["entropy_weight"], reward_weight=recipe["reward_weight"], tau=recipe["tau"],
+        pools=recipe["pools"], expectation_prob=recipe["expectation_prob"]))
+
+
+def chance_alignment(data: CaptionData, grid: tuple[int, int], examples=None) -> float:
+    """The alignment score of attention that picks its cell at random: per digit, the share of grid
+    cells that overlap its box, averaged over the digits of ``examples`` (default: the test split)."""
+    gh, gw = grid
+    G, shares = gh * gw, []
+    cells = torch.eye(G)  # row g: all weight on cell g
+    for e in data.test if examples is None else examples:
+        for box in e.boxes:
+            hits = sum(alignment_hit(cells[g], box, grid, data.height, data.width) for g in range(G))
+            shares.append(hits / G)
+    return sum(shares) / max(len(shares), 1)
+
+
+def _gradients(model, batches) -> torch.Tensor:
+    """Soft attention's gradient on each of ``batches``, stacked ``(n, P)``."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.stack([flat_gradient(model.loss(b.images, b.captions, baseline=0.0)[0], params) for b in batches])
+
+
+def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int = 32, seed: int = 0) -> dict:
+    """At ``model``'s parameters (a trained hard-attention captioner), each as
+    ``{"mean_variance", "mean_sq_grad"}`` over the parameter elements:
+
+    * ``hard, baseline``: the REINFORCE gradient over ``samples`` draws of the locations, one batch,
+      with the model's moving-average baseline;
+    * ``hard, no baseline``: the same with b = 0;
+    * ``soft, one batch``: soft attention at the same parameters, ``samples`` passes over the same
+      batch (deterministic: variance 0 up to rounding);
+    * ``soft, across batches``: soft attention's gradient over ``samples`` different training batches.
+    """
+    device = next(model.parameters()).device
+    torch.manual_seed(seed)
+    batch = data.collate(data.valid[:batch_size]).to(device)
+    out = {"hard, baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=True),
+           "hard, no baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=False)}
+    soft = copy.deepcopy(model)
+    soft.cfg = dataclasses.replace(soft.cfg, attention="soft")  # same weights, soft attention
+    soft.train()
+    out["soft, one batch"] = gradient_variance(soft, batch.images, batch.captions, samples, baseline=False)
+    spread = _gradients(soft, [b.to(device) for _, b in zip(range(samples), data.train_batches(batch_size, seed, 1))])
+    out["soft, across batches"] = gradient_spread_summary(spread)
+    return {k: {m: v[m] for m in ("mean_variance", "mean_sq_grad")} for k, v in out.items()}
+
+
+def _data(recipe: dict) -> CaptionData:
+    return digit_captions(n_train=recipe["n_train"], n_valid=recipe["n_valid"], n_test=recipe["n_test"],
+                          height=recipe["height"], width=recipe["width"], n_digits=recipe["n_digits"])
+
+
+def captioner_path(attention: str, directory: str | Path | None = None) -> Path:
+    """Where the run of ``attention`` with seed 0 keeps its trained model (the notebook's explorer reads it)."""
+    return model_path("captions", attention, directory)
+
+
+def _run(data: CaptionData, attention: str, seed: int, device, directory=None) -> dict:
+    recipe = CAPTIONS
+    setup(seed)
+    model = build_captioner(data, attention, recipe, seed).to(device)
+    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
+                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    if seed == 0:
+        path = captioner_path(attention, directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=recipe)
+    report = data.evaluate(model)
+    row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
+    row |= {"valid_exact_match": history.epochs[history.best_epoch - 1]["valid_exact_match"],
+            "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
+            "train_seconds": round(history.seconds, 1), "parameters": sum(p.numel() for p in model.parameters())}
+    if attention == "hard":
+        row["gradient_spread"] = gradient_spread(model, data, recipe["spread_samples"], recipe["spread_batch"], seed)
+    return row
+
+
+def _keys(recipe: dict) -> list[str]:
+    return [f"{a}/seed{s}" for s in recipe["seeds"] for a in recipe["arms"]]
+
+
+def _store(directory) -> PartialRuns:
+    return PartialRuns("soft-hard-captions", CAPTIONS, directory)
+
+
+def captions_status(directory: str | Path | None = None) -> dict[str, list[str]]:
+    done = _store(directory)
+    keys = _keys(CAPTIONS)
+    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+
+
+def run_captions(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
+    """Train what is missing (``reverse``: from the last run backwards, for a second process); write
+    and return the record ``soft-hard-captions`` once every run is done (else None)."""
+    recipe, device = CAPTIONS, setup(0)
+    done = _store(directory)
+    data = _data(recipe)
+    keys = _keys(recipe)
+    for key in reversed(keys) if reverse else keys:
+        if key in done:
+            continue
+        attention, seed = key.split("/")
+        row = _run(data, attention, int(re.sub(r"\D", "", seed)), device, directory)
+        done.add(key, row)
+        if progress:
+            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    if any(k not in done for k in keys):
+        return None
+    summary = {}
+    for a in recipe["arms"]:
+        rows = [done.get(f"{a}/seed{s}") for s in recipe["seeds"]]
+        summary[a] = {m: mean_sd([r[m] for r in rows]) for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
+        summary[a] |= {"best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
+                       "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+    hard = [done.get(f"hard/seed{s}")["gradient_spread"] for s in recipe["seeds"]]
+    spread = {k: {m: mean_sd([h[k][m] for h in hard]) for m in ("mean_variance", "mean_sq_grad")} for k in hard[0]}
+    grid = build_captioner(data, "soft", recipe).grid
+    runs = [{"key": k, **done.get(k)} for k in keys]
+    return record_result(
+        "soft-hard-captions", command="python -m attention captions", recipe=recipe, seeds=recipe["seeds"],
+        metrics={"data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
+                          "grid": list(grid), "chance_alignment": chance_alignment(data, grid)},
+                 "summary": summary, "gradient_spread": spread, "paper": PAPER, "runs": runs},
+        wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
+        notes="wall_seconds adds up the training time of every run; paper = Xu et al. (2015), Table 1, BLEU-4 "
+              "on Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)")

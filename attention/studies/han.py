@@ -1,0 +1,181 @@
+"""Chapter 5's recorded run: HAN against HN-AVE and HN-MAX on Pang & Lee's movie reviews, and
+whether HAN's sentence attention follows how strongly people rated each sentence.
+
+    python -m attention han            # 3 variants x 3 seeds, resumable
+    python -m attention han --status   # the runs done and missing
+
+The three variants share the encoders and differ only in how each level turns its states into one
+vector (:mod:`attention.models.han`): HAN's attention, the mean (HN-AVE) or the maximum (HN-MAX),
+as in Yang et al.'s Table 2. Each trains until validation accuracy has not improved for
+``patience`` epochs and keeps its best epoch. Every run is then read on VADER's Amazon reviews and
+NYT editorial excerpts (:func:`attention.data.documents.load_vader_documents`), whose sentences
+people rated from -4 to +4, never seen in training:
+
+* **agreement**: how often the model's document label agrees with the sign of the mean rating;
+* **sentence attention vs |rating|** (HAN only): in each document of at least
+  ``min_sentences`` sentences, Spearman's correlation between the weights HAN gives its sentences
+  and the strength ``|rating|`` people gave them, averaged over documents. Two baselines that
+  need no model: the sentences' lengths in words, and random weights (``random_draws`` draws);
+* **word attention on the lexicon** (HAN only): the share of word attention, averaged over the
+  Pang & Lee test reviews' sentences, on words of VADER's sentiment lexicon, beside the share of
+  such words in those sentences.
+
+Each finished run is kept in :class:`~attention.results.PartialRuns`; the record
+``hierarchical-attention`` is written once all are.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import torch
+
+from ..data.documents import load_vader_documents
+from ..data.sentiment import load_vader_lexicon
+from ..device import setup
+from ..experiments import fit
+from ..metrics import spearman
+from ..models import build
+from ..results import PartialRuns, mean_sd, record_result
+from ..tasks.documents import document_data
+
+__all__ = ["HIERARCHICAL", "VARIANTS", "PAPER", "build_han", "attention_vs_ratings", "length_baseline",
+           "random_baseline", "word_lexicon_share", "run_hierarchical", "hierarchical_status"]
+
+#: variant -> the HANConfig.pool it trains with (Yang et al.'s names)
+VARIANTS = {"han": "attention", "hn-ave": "mean", "hn-max": "max"}
+HIERARCHICAL = {"corpus": "pang-lee", "min_freq": 3, "seeds": [0, 1, 2], "variants": list(VARIANTS),
+                "embed_dim": 64, "hidden_dim": 32, "attention_dim": 64, "dropout": 0.3, "max_epochs": 20,
+                "patience": 5, "batch_size": 16, "lr": 2e-3, "vader": ["amazon", "nyt"], "min_sentences": 3,
+                "random_draws": 20}
+
+#: Yang et al. (2016), Table 2: test accuracy (%) of the same three variants on two of their corpora
+PAPER = {"Yelp 2013 (5 classes)": {"hn-ave": 67.0, "hn-max": 66.9, "han": 68.2},
+         "IMDB (10 classes)": {"hn-ave": 47.8, "hn-max": 48.2, "han": 49.4}}
+
+
+def build_han(variant: str, data, recipe: dict = HIERARCHICAL, seed: int = 0):
+    """The model of ``variant`` for ``data``, initialised from ``seed``."""
+    torch.manual_seed(seed)
+    return build("han", dict(vocab=len(data.vocab), classes=len(data.labels), embed_dim=recipe["embed_dim"],
+                             hidden_dim=recipe["hidden_dim"], attention_dim=recipe["attention_dim"],
+                             pool=VARIANTS[variant], dropout=recipe["dropout"]))
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def attention_vs_ratings(weights, documents, min_sentences: int = 3) -> float | None:
+    """Mean over documents (with at least ``min_sentences`` sentences) of Spearman's correlation
+    between the sentence weights ``weights[d] (N,)`` and ``|rating|`` of each sentence."""
+    rhos = [spearman(w[:len(d.sentences)].tolist(), [abs(r) for r in d.meta["ratings"]])
+            for w, d in zip(weights, documents) if len(d.sentences) >= min_sentences]
+    return _mean(rhos)
+
+
+def length_baseline(documents, min_sentences: int = 3) -> float | None:
+    """The same correlation with each sentence's length in words in place of attention."""
+    return attention_vs_ratings([torch.tensor([float(len(s)) for s in d.sentences]) for d in documents],
+                                documents, min_sentences)
+
+
+def random_baseline(documents, draws: int, min_sentences: int = 3, seed: int = 0) -> dict:
+    """:func:`~attention.results.mean_sd` over ``draws`` draws of random weights (uniform on 0..1)."""
+    rng = random.Random(seed)
+    values = [attention_vs_ratings([torch.tensor([rng.random() for _ in d.sentences]) for d in documents],
+                                   documents, min_sentences) for _ in range(draws)]
+    return mean_sd(values)
+
+
+def word_lexicon_share(word_weights, documents, lexicon: dict) -> tuple[float, float]:
+    """Over every sentence with a lexicon word: the mean share of word attention on lexicon words,
+    and the mean share of its words that are in the lexicon (what uniform weights would give)."""
+    mass, share = [], []
+    for w, d in zip(word_weights, documents):
+        for n, sentence in enumerate(d.sentences[:w.shape[0]]):
+            T = min(len(sentence), w.shape[1])
+            hits = torch.tensor([t in lexicon for t in sentence[:T]], dtype=w.dtype)
+            if hits.sum() > 0:
+                mass.append((w[n, :T] * hits).sum().item())
+                share.append(hits.mean().item())
+    return sum(mass) / len(mass), sum(share) / len(share)
+
+
+def _count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _run(variant: str, data, recipe: dict, seed: int, device, vader: dict, lexicon: dict) -> dict:
+    setup(seed)
+    model = build_han(variant, data, recipe, seed).to(device)
+    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
+                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    report = data.evaluate(model)
+    row = {"accuracy": report["accuracy"], "valid_accuracy": history.epochs[history.best_epoch - 1]["valid_accuracy"],
+           "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
+           "train_seconds": round(history.seconds, 1), "parameters": _count(model)}
+    if VARIANTS[variant] == "attention":
+        mass, share = word_lexicon_share([a["word"] for a in report["attention"]], data.test, lexicon)
+        row |= {"word_lexicon_attention": mass, "word_lexicon_share": share}
+    for corpus, documents in vader.items():
+        out = data.evaluate(model, documents)
+        row[f"{corpus}_agreement"] = out["accuracy"]
+        if VARIANTS[variant] == "attention":
+            row[f"{corpus}_rho"] = attention_vs_ratings([a["sentence"] for a in out["attention"]], documents,
+                                                        recipe["min_sentences"])
+    return row
+
+
+def _keys(recipe: dict) -> list[str]:
+    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
+
+
+def hierarchical_status(directory: str | Path | None = None) -> dict[str, list[str]]:
+    done = PartialRuns("hierarchical-attention", HIERARCHICAL, directory)
+    keys = _keys(HIERARCHICAL)
+    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+
+
+def run_hierarchical(directory: str | Path | None = None, progress: bool = False,
+                     reverse: bool = False) -> dict | None:
+    """Train what is missing (``reverse``: from the last run backwards, for a second process);
+    write and return the record ``hierarchical-attention`` once every run is done (else None)."""
+    recipe, device = HIERARCHICAL, setup(0)
+    done = PartialRuns("hierarchical-attention", recipe, directory)
+    data = document_data(seed=0, min_freq=recipe["min_freq"])
+    vader = {c: load_vader_documents(c) for c in recipe["vader"]}
+    lexicon = load_vader_lexicon()
+    keys = _keys(recipe)
+    for key in reversed(keys) if reverse else keys:
+        if key in done:
+            continue
+        variant, seed = key.split("/seed")
+        row = _run(variant, data, recipe, int(seed), device, vader, lexicon)
+        done.add(key, row)
+        if progress:
+            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    if any(k not in done for k in keys):
+        return None
+    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
+    summary = {}
+    for v in recipe["variants"]:
+        rows = [r for r in runs if r["variant"] == v]
+        cell = {m: mean_sd([r[m] for r in rows]) for m in rows[0]
+                if isinstance(rows[0][m], (int, float)) and not isinstance(rows[0][m], bool)
+                and m not in ("seed", "parameters", "train_seconds")}
+        cell |= {"parameters": rows[0]["parameters"], "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+        summary[v] = cell
+    baselines = {c: {"length_rho": length_baseline(docs, recipe["min_sentences"]),
+                     "random_rho": random_baseline(docs, recipe["random_draws"], recipe["min_sentences"]),
+                     "documents": sum(len(d.sentences) >= recipe["min_sentences"] for d in docs)}
+                 for c, docs in vader.items()}
+    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
+                 "vocab": len(data.vocab), "vader": {c: len(d) for c, d in vader.items()}, "lexicon": len(lexicon)}
+    return record_result("hierarchical-attention", command="python -m attention han", recipe=recipe,
+                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary,
+                                                         "baselines": baselines, "paper": PAPER, "runs": runs},
+                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
+                         notes="wall_seconds adds up the training time of every run; paper = Yang et al. (2016), "
+                               "Table 2, test accuracy in % on their corpora, not ours")

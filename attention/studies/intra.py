@@ -1,0 +1,141 @@
+"""Chapter 6's recorded run on attention inside one sentence: LSTMN, Lin et al.'s structured
+self-attention with and without its penalty, and BiLSTM pooling baselines, on VADER's rated movie
+sentences (``attention.tasks.sentiment_data("vader")``).
+
+    python -m attention intra            # every variant, 3 seeds, resumable
+    python -m attention intra --status   # the runs done and missing
+
+Every variant is sized to the parameter count of the reference (Lin et al. with the penalty) by
+its hidden size, trains until its validation accuracy has not improved for ``patience`` epochs
+and keeps its best epoch. Besides test accuracy, each run of Lin's model records how redundant
+its ``r`` attention rows are (the mean overlap ``Σ_t min(a_i,t, a_j,t)`` of two rows, and how many
+distinct words the rows' maxima pick) and how much of its attention falls on the words of VADER's
+sentiment lexicon, against the share of those words in the text. Each finished run is kept in
+:class:`~attention.results.PartialRuns`; the record ``intra-attention`` is written once all are.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..data.sentiment import load_vader_lexicon
+from ..device import setup
+from ..experiments import fit
+from ..models import build
+from ..models.selfattentive import penalized_loss
+from ..results import PartialRuns, mean_sd, pieces_status, record_result, run_missing, variant_seed_keys
+from ..tasks.classification import sentiment_data
+
+__all__ = ["INTRA", "VARIANTS", "build_intra", "match_hidden", "row_redundancy", "lexicon_mass", "run_intra",
+           "intra_status"]
+
+#: variant -> (registry name, config fields besides the sizes)
+VARIANTS = {
+    "lin+penalty": ("self-attentive", {"penalty": 1.0}),
+    "lin": ("self-attentive", {"penalty": 0.0}),
+    "lstmn": ("lstmn", {}),
+    "bilstm-last": ("bilstm-pooling", {"pool": "last"}),
+    "bilstm-mean": ("bilstm-pooling", {"pool": "mean"}),
+    "bilstm-max": ("bilstm-pooling", {"pool": "max"}),
+}
+INTRA = {"corpus": "vader", "min_freq": 2, "seeds": [0, 1, 2], "variants": list(VARIANTS), "reference": "lin+penalty",
+         "embed_dim": 64, "hidden_dim": 64, "rows": 4, "dropout": 0.3, "max_epochs": 20, "patience": 3,
+         "batch_size": 32, "lr": 2e-3}
+
+
+def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0, variants: dict | None = None):
+    """The model of ``variant`` (a key of ``variants``, default :data:`VARIANTS`) for ``data`` with
+    hidden size ``hidden``."""
+    name, extra = (variants or VARIANTS)[variant]
+    cfg = dict(vocab=len(data.vocab), classes=len(data.labels), embed_dim=recipe["embed_dim"], hidden_dim=hidden,
+               dropout=recipe["dropout"], **extra)
+    if name == "self-attentive":
+        cfg["rows"] = recipe["rows"]
+    if name == "attention-pooling":
+        cfg["attention_dim"] = recipe["attention_dim"]
+    torch.manual_seed(seed)
+    return build(name, cfg)
+
+
+def _count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def match_hidden(variant: str, data, target: int, recipe: dict, variants: dict | None = None) -> int:
+    """The hidden size (a multiple of 4) whose parameter count is closest to ``target``."""
+    return min(range(8, 4 * recipe["hidden_dim"] + 1, 4),
+               key=lambda h: abs(_count(build_intra(variant, data, h, recipe, variants=variants)) - target))
+
+
+def row_redundancy(A: torch.Tensor, length: int) -> tuple[float, int]:
+    """For one sentence's rows ``A (R, T)``: the mean overlap ``Σ_t min(a_i,t, a_j,t)`` over pairs of
+    rows (1 = identical rows, 0 = disjoint), and the number of distinct words the rows' maxima pick."""
+    A = A[:, :length]
+    R = A.shape[0]
+    overlaps = [torch.minimum(A[i], A[j]).sum().item() for i in range(R) for j in range(i + 1, R)]
+    return sum(overlaps) / max(len(overlaps), 1), len(set(A.argmax(dim=1).tolist()))
+
+
+def lexicon_mass(A: torch.Tensor, tokens, lexicon: dict) -> tuple[float, float]:
+    """For one sentence: the share of attention (averaged over the rows ``A (R, T)``) on words of the
+    sentiment lexicon, and the share of its words that are in the lexicon."""
+    T = len(tokens)
+    in_lexicon = torch.tensor([t in lexicon for t in tokens], dtype=A.dtype)
+    return (A[:, :T].mean(dim=0) * in_lexicon).sum().item(), in_lexicon.mean().item()
+
+
+def _run(variant: str, data, recipe: dict, hidden: int, seed: int, device, lexicon: dict) -> dict:
+    setup(seed)
+    model = build_intra(variant, data, hidden, recipe, seed).to(device)
+    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
+                  seed=seed, device=device, progress=False, patience=recipe["patience"],
+                  loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None)
+    report = data.evaluate(model)
+    row = {"accuracy": report["accuracy"], "valid_accuracy": history.epochs[history.best_epoch - 1]["valid_accuracy"],
+           "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
+           "train_seconds": round(history.seconds, 1), "parameters": _count(model), "hidden_dim": hidden}
+    if VARIANTS[variant][0] == "self-attentive":
+        red = [row_redundancy(a["rows"], len(e.tokens)) for a, e in zip(report["attention"], data.test)]
+        mass = [lexicon_mass(a["rows"], e.tokens, lexicon) for a, e in zip(report["attention"], data.test)]
+        with_words = [(m, s) for m, s in mass if s > 0]  # sentences with at least one lexicon word
+        row |= {"row_overlap": sum(r[0] for r in red) / len(red),
+                "distinct_maxima": sum(r[1] for r in red) / len(red),
+                "lexicon_attention": sum(m for m, _ in with_words) / len(with_words),
+                "lexicon_share": sum(s for _, s in with_words) / len(with_words)}
+    return row
+
+
+def intra_status(directory: str | Path | None = None) -> dict[str, list[str]]:
+    return pieces_status(PartialRuns("intra-attention", INTRA, directory), variant_seed_keys(INTRA))
+
+
+def run_intra(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
+    """Train what is missing (``reverse``: from the last run backwards, for a second process);
+    write and return the record ``intra-attention`` once every run is done (else None)."""
+    recipe, device = INTRA, setup(0)
+    done = PartialRuns("intra-attention", recipe, directory)
+    data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
+    lexicon = load_vader_lexicon()
+    target = _count(build_intra(recipe["reference"], data, recipe["hidden_dim"], recipe))
+    hidden = {v: match_hidden(v, data, target, recipe) for v in recipe["variants"]}
+    runs = run_missing(done, variant_seed_keys(recipe),
+                       lambda v, seed: _run(v, data, recipe, hidden[v], seed, device, lexicon), progress, reverse)
+    if runs is None:
+        return None
+    summary = {}
+    for v in recipe["variants"]:
+        rows = [r for r in runs if r["variant"] == v]
+        cell = {m: mean_sd([r[m] for r in rows]) for m in ("accuracy", "valid_accuracy", "best_epoch", "epochs_run")}
+        for m in ("row_overlap", "distinct_maxima", "lexicon_attention", "lexicon_share"):
+            if m in rows[0]:
+                cell[m] = mean_sd([r[m] for r in rows])
+        cell |= {"parameters": rows[0]["parameters"], "hidden_dim": rows[0]["hidden_dim"],
+                 "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
+        summary[v] = cell
+    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
+                 "vocab": len(data.vocab), "lexicon": len(lexicon)}
+    return record_result("intra-attention", command="python -m attention intra", recipe=recipe,
+                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary, "runs": runs},
+                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
+                         notes="wall_seconds adds up the training time of every run")

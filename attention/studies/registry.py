@@ -1,0 +1,30 @@
+"""Every study of the book by record name (:data:`STUDIES`), and by command (:func:`commands`).
+
+A study module declares ``STUDIES``, a list of :class:`~attention.studies.base.Study`; listing the
+module here is all it takes for ``python -m attention <command>`` to run it.
+"""
+from __future__ import annotations
+
+from . import (ablation, alignment, bands, captioning, comparison, convergence, coupled, faithfulness, han, intra,
+               memory, multidim, nested)
+from .base import Study
+
+__all__ = ["STUDIES", "MODULES", "commands", "selectors"]
+
+MODULES = (convergence, ablation, comparison, intra, han, nested, memory, captioning, multidim, coupled, faithfulness,
+           alignment, bands)
+#: record name -> study
+STUDIES: dict[str, Study] = {s.name: s for m in MODULES for s in m.STUDIES}
+
+
+def selectors(study: Study) -> tuple[str, ...]:
+    """The options after the command that choose this study (``("--budget", "small")``, ``("--heads",)``)."""
+    return tuple(study.command.split()[1:])
+
+
+def commands() -> dict[str, list[Study]]:
+    """command (the first word of each study's) -> its studies, in declaration order."""
+    out: dict[str, list[Study]] = {}
+    for study in STUDIES.values():
+        out.setdefault(study.command.split()[0], []).append(study)
+    return out
