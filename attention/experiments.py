@@ -14,8 +14,8 @@ task's data and vocabularies, the recipe, torch's version and the whole package'
 
 The translation helpers the chapters use (``hsk_data``, ``translate``, ``join_pairs`` ...) live
 in :mod:`attention.tasks.translation` and are importable from here too, so a chapter needs one
-import. Long recorded runs (:func:`convergence`) are started from the command line,
-``python -m attention convergence``, and read back through :mod:`attention.results`.
+import. The book's long recorded runs (chapter 3's ``python -m attention convergence``, ...) are
+declared in :mod:`attention.studies` and read back through :mod:`attention.results`.
 """
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ from torch import nn
 
 from .checkpoints import load_checkpoint, save_checkpoint
 from .data.cache import default_cache_dir
-from .device import session_seed, setup
+from .device import session_seed
 from .models import build, model_name
-from .results import PartialRuns, environment, mean_sd, record_result
+from .results import environment
 from .tasks import (Task, Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
                     decode_steps, ding_data, forced_attention, hsk_data, join_pairs, translate)
 from .train import History, LossFn, TrainConfig, train
 
 __all__ = ["fit", "fit_cached", "fit_kept", "load_kept", "kept_path", "KEPT_DIR", "evaluate", "build_model", "cache_key", "package_fingerprint",
-           "TRANSLATION_RECIPE", "CONVERGENCE", "convergence",
+           "TRANSLATION_RECIPE",
            # translation helpers, from attention.tasks.translation
            "TranslationData", "Translated", "hsk_data", "ding_data", "dates_data", "translate", "join_pairs",
            "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
@@ -258,67 +258,3 @@ def fit_kept(name: str, model: nn.Module, task: Task, retrain: bool = False,
                          f"({detail[:800]}); "
                          f"delete the file and execute the notebook with {KEEP_ENV}=1 to keep the new one")
     return kept, extra["history"]
-
-
-#: Chapter 3's recorded run: both models trained until validation BLEU stops improving.
-CONVERGENCE = {"max_epochs": 40, "patience": 5, "lr": 3e-3, "batch_size": 32, "seeds": [0, 1, 2]}
-
-
-def convergence(seeds: list[int] | None = None, directory: str | None = None, progress: bool = False) -> dict | None:
-    """Train both chapter-3 models until their validation BLEU stops improving, for each seed.
-
-    ``python -m attention convergence`` records ``hsk-convergence`` through
-    :func:`attention.results.record_result` once every seed is done (each finished model is kept
-    in :class:`~attention.results.PartialRuns`, so the command resumes where it stopped); chapter 3
-    reads it with :func:`attention.results.load_result` -- building the book does not retrain.
-    The split is the chapter's (seed 0); the seeds vary the initial weights and the batch order.
-    """
-    recipe = dict(CONVERGENCE)
-    seeds = recipe["seeds"] if seeds is None else seeds
-    device = setup(0)
-    data = hsk_data(seed=0)
-    done = PartialRuns("hsk-convergence", recipe, directory)
-    names = (("encoder-decoder", None), ("RNNsearch", "additive"))
-    for seed in seeds:
-        for name, attention in names:
-            key = f"{name}/seed{seed}"
-            if key in done:
-                continue
-            setup(seed)
-            model = build_model(data, attention=attention, seed=seed).to(device)
-            history = fit(model, data, epochs=recipe["max_epochs"], lr=recipe["lr"], batch_size=recipe["batch_size"],
-                          seed=seed, device=device, progress=progress, patience=recipe["patience"])
-            report = evaluate(model, data)
-            joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
-            done.add(key, {
-                "bleu": report["bleu"].score, "signature": report["bleu"].signature,
-                "by_length": report["by_length"], "joined_bleu": joined,
-                "epochs_run": len(history.epochs), "best_epoch": history.best_epoch,
-                "train_seconds": round(history.seconds, 1), "stopped": history.stopped,
-                "parameters": sum(p.numel() for p in model.parameters()), "history": history.epochs})
-            if progress:
-                r = done.get(key)
-                print(f"{key}: BLEU {r['bleu']:.2f}, best epoch {r['best_epoch']} of {r['epochs_run']}", flush=True)
-    keys = [f"{name}/seed{s}" for s in recipe["seeds"] for name, _ in names]
-    if any(k not in done for k in keys):
-        return None
-    models = {}
-    for name, _ in names:
-        runs = [done.get(f"{name}/seed{s}") for s in recipe["seeds"]]
-        buckets = [row["bucket"] for row in runs[0]["by_length"]]
-        models[name] = {
-            "bleu": mean_sd([r["bleu"] for r in runs]), "signature": runs[0]["signature"],
-            "by_length": [{"bucket": b, "n": runs[0]["by_length"][i]["n"],
-                           "bleu": mean_sd([r["by_length"][i]["bleu"] for r in runs])} for i, b in enumerate(buckets)],
-            "joined_bleu": {k: mean_sd([r["joined_bleu"][k] for r in runs]) for k in ("2", "3")},
-            "best_epoch": mean_sd([r["best_epoch"] for r in runs]),
-            "epochs_run": mean_sd([r["epochs_run"] for r in runs]),
-            "train_seconds": mean_sd([r["train_seconds"] for r in runs]),
-            "parameters": runs[0]["parameters"],
-            "converged": all(r["best_epoch"] < r["epochs_run"] for r in runs),
-            "runs": {str(s): r for s, r in zip(recipe["seeds"], runs)}}
-    return record_result("hsk-convergence", command="python -m attention convergence", recipe=recipe,
-                         seeds=list(recipe["seeds"]), metrics={"models": models},
-                         wall_seconds=sum(m["train_seconds"]["mean"] * len(recipe["seeds"]) for m in models.values()),
-                         device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every model and seed")

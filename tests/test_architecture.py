@@ -354,7 +354,7 @@ def test_no_function_level_imports_of_the_package():
 
 def test_no_import_cycles():
     graph = {m: set(_imports(m)[0]) for m in MODULES}
-    assert graph["attention.book.cli"] and "attention.studies.ablation" in graph["attention.book.cli"]  # the parser sees edges
+    assert "attention.studies.registry" in graph["attention.book.cli"]  # the parser sees the edges
     state, stack = {}, []
 
     def dfs(m):
@@ -386,3 +386,51 @@ def test_docstrings_cite_files_inside_the_repository():
         text = path.read_text()
         assert "shared/" not in text and "STYLE.md" not in text and "DATA.md" not in text, path
     assert (ROOT / "CONTRIBUTING.md").exists()
+
+
+# --- the two floors: the library, and the book's code (studies, chapters, tools) ------------------
+
+#: the top level of the library: every module a reader imports, and nothing of the book
+LIBRARY_TOP = {"__init__", "__main__", "addressing", "bleu", "checkpoints", "cost", "device", "experiments", "explain",
+               "functional", "hard", "layers", "local", "masks", "metrics", "provenance", "scores", "train", "viz",
+               "widgets"}
+LIBRARY_PACKAGES = {"data", "tasks", "models", "results"}
+BOOK_PACKAGES = {"studies", "book"}
+#: (from floor, to floor): the only import edges allowed. The library imports nothing of the book;
+#: the studies import the library and each other; the book's chapters, tools and command line import
+#: anything; ``python -m attention`` (attention.__main__) imports the command line.
+ALLOWED_EDGES = {("library", "library"), ("studies", "library"), ("studies", "studies"), ("book", "library"),
+                 ("book", "studies"), ("book", "book"), ("entry", "book")}
+
+
+def _floor(module: str) -> str:
+    parts = module.split(".")
+    if module == "attention.__main__":
+        return "entry"
+    if len(parts) > 1 and parts[1] in BOOK_PACKAGES:
+        return parts[1]
+    return "library"
+
+
+def test_the_top_level_of_the_library_holds_only_library_modules():
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert top == LIBRARY_TOP, f"new or missing top-level modules: {sorted(top ^ LIBRARY_TOP)} (a recorded run " \
+                               "goes to attention/studies/, a chapter's figure or a tool to attention/book/)"
+    assert packages == LIBRARY_PACKAGES | BOOK_PACKAGES, sorted(packages)
+
+
+def test_imports_between_the_floors_follow_the_table():
+    edges = {(m, t) for m in MODULES for t in _imports(m)[0]}
+    assert ("attention.book.cli", "attention.studies.registry") in edges  # the parser sees the floors
+    wrong = sorted(f"{m} -> {t}" for m, t in edges if (_floor(m), _floor(t)) not in ALLOWED_EDGES)
+    assert not wrong, "imports the floors do not allow:\n  " + "\n  ".join(wrong)
+
+
+def test_importing_the_library_loads_neither_the_book_nor_matplotlib_nor_ipywidgets():
+    code = ("import sys, attention, attention.experiments, attention.viz, attention.widgets, attention.models, "
+            "attention.tasks, attention.results; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets') "
+            "or m.startswith(('attention.studies', 'attention.book'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]", out

@@ -13,6 +13,10 @@ recipe       everything that decides the numbers besides the code (epochs, lr, b
 seeds        the seeds run, e.g. ``[0, 1, 2]``
 versions     package versions (attention, torch, python, ...)
 machine      device, threads, processor
+code         the code that produced it (:func:`attention.provenance.code_stamp`): fingerprints of
+             the library's weight code and of the studies, the git commit (``null`` outside a
+             checkout) and whether the package differed from it; records made before stamps
+             existed carry the commit that committed them, ``library`` ``null`` and a ``note``
 wall_seconds how long the whole run took (``null`` only where it was not measured)
 created      ISO date of the run (``null`` where unknown)
 metrics      the numbers, as the command lays them out
@@ -32,6 +36,7 @@ import numpy
 import torch
 
 from .. import __version__
+from ..provenance import code_stamp
 
 __all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
            "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference", "model_path",
@@ -54,6 +59,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "seeds": ((list,), True),
     "versions": ((dict,), True),
     "machine": ((dict,), True),
+    "code": ((dict,), True),
     "wall_seconds": ((int, float, type(None)), True),
     "created": ((str, type(None)), True),
     "metrics": ((dict,), True),
@@ -100,6 +106,11 @@ def validate_result(record: Any, name: str | None = None) -> None:
     missing = {"device", "threads"} - set(record["machine"])
     if missing:
         problems.append(f"machine lacks {sorted(missing)}")
+    missing = {"library", "studies", "commit", "modified"} - set(record["code"])
+    if missing:
+        problems.append(f"code lacks {sorted(missing)}")
+    elif record["code"]["library"] is None and not (record["code"]["commit"] and record["code"].get("note")):
+        problems.append("code has no fingerprint and no commit with a note: nothing says what produced it")
     if record["wall_seconds"] is not None and record["wall_seconds"] < 0:
         problems.append(f"wall_seconds is negative: {record['wall_seconds']}")
     if record["created"] is not None:
@@ -138,7 +149,7 @@ def record_result(name: str, *, command: str, recipe: dict, seeds: list[int], me
     ``write=False`` only builds and validates the record."""
     versions, machine = environment(device)
     record = {"schema": SCHEMA_VERSION, "name": name, "command": command, "recipe": recipe,
-              "seeds": list(seeds), "versions": versions, "machine": machine,
+              "seeds": list(seeds), "versions": versions, "machine": machine, "code": code_stamp(),
               "wall_seconds": None if wall_seconds is None else round(wall_seconds, 1),
               "created": datetime.date.today().isoformat(), "metrics": metrics}
     if notes:

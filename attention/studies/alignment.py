@@ -10,29 +10,28 @@ chapter 9's converged ablation (the record ``ablation-converged``), trained with
 ablation's data, batch size and patience until its validation BLEU stops improving, and scored
 like the ablation's decoders: exact-match accuracy and the AER of the argmax links of its
 last layer's cross-attention averaged over heads (the map :func:`attention.experiments.alignment_error_rate`
-reads), together with the best AER any single layer-and-head map reaches.
+reads), together with the best AER any single layer-and-head map reaches. The seed-0 Transformer
+is kept beside the record (:func:`alignment_model_path`) for the playground. The run is declared as
+a :class:`~attention.studies.base.Study` (``STUDY``).
 """
 from __future__ import annotations
 
-import copy
 import functools
 from pathlib import Path
 
 import torch
 
-from .ablation import CONVERGED, count, exact_match
-from ..checkpoints import save_checkpoint
-from .comparison import COMPARISON, match_transformer, transformer_config
-from ..device import setup
+from ..data import collate
 from ..experiments import alignment_error_rate, dates_data, fit
 from ..metrics import aer
-from ..data import collate
 from ..models import build
-from ..results import (PartialRuns, load_result, mean_sd, model_path, pieces_status, record_result, run_missing,
-                      variant_seed_keys)
+from ..results import load_result
 from ..tasks.translation import attention_links
+from .ablation import CONVERGED, exact_match
+from .base import Piece, Study, summarise_variants, training_row
+from .comparison import COMPARISON, match_transformer, transformer_config
 
-__all__ = ["ALIGNMENT", "run_alignment", "alignment_status", "head_aers", "alignment_model_path"]
+__all__ = ["ALIGNMENT", "head_aers", "alignment_model_path", "STUDY", "STUDIES"]
 
 ALIGNMENT = {"seeds": [0, 1, 2], "variants": ["transformer"], "reference": "bahdanau-additive",
              **{k: CONVERGED[k] for k in ("dates_n", "dates_hidden_dim", "batch_size", "window", "dates_patience")},
@@ -57,49 +56,42 @@ def head_aers(model, data, pairs=None) -> dict[str, float]:
 
 def alignment_model_path(directory: str | Path | None = None) -> Path:
     """Where the seed-0 Transformer of the record is kept (the playground exports it)."""
-    return model_path("transformer-alignment", "transformer", directory)
+    return STUDY.model_path("transformer", directory)
 
 
-def _run(data, recipe: dict, d_model: int, seed: int, device, directory=None) -> dict:
-    setup(seed)
+def _data(recipe: dict, group: str) -> dict:
+    """The date task, and the ``d_model`` that sizes the Transformer to the converged ablation's
+    date-task RNNsearch (``recipe["reference"]`` in the record ``ablation-converged``)."""
+    data = dates_data(n=recipe["dates_n"], seed=0)
+    target = load_result("ablation-converged")["metrics"]["summary"]["dates"][recipe["reference"]]["parameters"]
+    return {"data": data, "target": target, "d_model": match_transformer(data, target, recipe)}
+
+
+def _run(study: Study, piece: Piece, shared: dict, device):
+    recipe, seed, data, d_model = study.recipe, piece.seed, shared["data"], shared["d_model"]
     torch.manual_seed(seed)
     t = recipe["transformer"]
     model = build("transformer", transformer_config(data, d_model, recipe)).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], seed=seed, device=device,
                   progress=False, patience=recipe["dates_patience"], lr=t["lr"], warmup=t["warmup"],
                   betas=tuple(t["betas"]), loss=functools.partial(data.loss, label_smoothing=t["label_smoothing"]))
-    if seed == 0:
-        save_checkpoint(alignment_model_path(directory), copy.deepcopy(model).cpu(), recipe=recipe)
     heads = head_aers(model, data)
-    return {"accuracy": exact_match(model, data), "aer": alignment_error_rate(model, data),
-            "aer_aligned": alignment_error_rate(model, data, aligned_only=True),
-            "best_head_aer": min(heads.values()), "best_head": min(heads, key=heads.get),
-            "valid_bleu": history.epochs[history.best_epoch - 1]["valid_bleu"], "best_epoch": history.best_epoch,
-            "epochs_run": len(history.epochs), "stopped": history.stopped, "train_seconds": round(history.seconds, 1),
-            "parameters": count(model), "d_model": d_model}
+    row = {"accuracy": exact_match(model, data), "aer": alignment_error_rate(model, data),
+           "aer_aligned": alignment_error_rate(model, data, aligned_only=True),
+           "best_head_aer": min(heads.values()), "best_head": min(heads, key=heads.get),
+           **training_row(history, model, valid="bleu"), "d_model": d_model}
+    return row, model
 
 
-def alignment_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    return pieces_status(PartialRuns("transformer-alignment", ALIGNMENT, directory), variant_seed_keys(ALIGNMENT))
+def _summarise(study: Study, runs: list[dict], shared) -> dict:
+    cell = summarise_variants(runs, ("accuracy", "aer", "aer_aligned", "best_head_aer", "best_epoch",
+                                     "epochs_run"))["transformer"]
+    cell |= {"best_heads": [r["best_head"] for r in runs], "reference_parameters": shared()["target"],
+             "d_model": shared()["d_model"]}
+    return {"summary": {"transformer": cell}, "runs": runs}
 
 
-def run_alignment(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
-    """Train what is missing; write and return the record ``transformer-alignment`` once every
-    run is done (else None)."""
-    recipe, device = ALIGNMENT, setup(0)
-    data = dates_data(n=recipe["dates_n"], seed=0)
-    target = load_result("ablation-converged")["metrics"]["summary"]["dates"][recipe["reference"]]["parameters"]
-    d_model = match_transformer(data, target, recipe)
-    runs = run_missing(PartialRuns("transformer-alignment", recipe, directory), variant_seed_keys(recipe),
-                       lambda v, seed: _run(data, recipe, d_model, seed, device, directory), progress, reverse)
-    if runs is None:
-        return None
-    cell = {m: mean_sd([r[m] for r in runs]) for m in ("accuracy", "aer", "aer_aligned", "best_head_aer",
-                                                        "best_epoch", "epochs_run")}
-    cell |= {"best_heads": [r["best_head"] for r in runs], "parameters": runs[0]["parameters"],
-             "reference_parameters": target, "d_model": d_model,
-             "converged": all(r["best_epoch"] < r["epochs_run"] for r in runs)}
-    return record_result("transformer-alignment", command="python -m attention alignment", recipe=recipe,
-                         seeds=recipe["seeds"], metrics={"summary": {"transformer": cell}, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run")
+STUDY = Study("transformer-alignment", "alignment",
+              "chapter 10: the Transformer's cross-attention as word alignment on the dates, 3 seeds",
+              ALIGNMENT, _run, _summarise, data=_data, keep=("transformer",))
+STUDIES = [STUDY]

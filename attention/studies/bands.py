@@ -21,10 +21,16 @@ every CPU kernel setting this processor has (``ATEN_CPU_CAPABILITY=default``, ``
 empty model cache, and once broken; it records the numbers in the results registry
 (``notebook-bands``). ``tests/test_bands.py`` fails when a declared band is narrower than the
 largest deviation measured, or wide enough to take the broken run.
+
+The measurement is declared as a :class:`~attention.studies.base.Study` (``STUDY``): one piece per
+execution, ``<notebook>/<capability>/seed<s>`` and ``<notebook>/broken`` (``--only '09-global-local/*'``
+runs one notebook's); each piece executes its notebook in the process that runs it (a Dask worker
+under ``--workers``), the environment variables set for that execution only.
 """
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import re
 import tempfile
@@ -33,10 +39,10 @@ from pathlib import Path
 
 import torch
 
-from ..results import PartialRuns, record_result
+from .base import Piece, Study
 
 __all__ = ["NUMBER", "cell_bands", "cell_broken", "compare_banded", "banded_values", "capabilities",
-           "banded_cells", "measure_bands", "BANDS", "band_status"]
+           "banded_cells", "BANDS", "STUDY", "STUDIES"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -181,92 +187,128 @@ def _execute(path: Path, env: dict, patches: list[tuple[int, str, str]] = ()):
     return nb
 
 
-def band_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    """What ``python -m attention bands`` has run and still has to: ``{"done": [...], "missing": [...]}``."""
-    done = PartialRuns(BANDS["record"], BANDS, directory)
-    keys = [key for path in sorted({p for p, _, _ in banded_cells()}) for key in _pieces(path)]
-    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
+def _banded_by_notebook() -> dict[Path, list[tuple[int, dict]]]:
+    """Every banded notebook (sorted) -> ``(code cell number, cell)`` of its banded cells; read again
+    only when a notebook changed."""
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    return _banded_read(tuple((str(p), p.stat().st_mtime_ns) for p in paths))
 
 
-def _pieces(path: Path) -> list[str]:
-    return [f"{path.stem}/{cap}/seed{seed}" for cap in capabilities() for seed in BANDS["seeds"]] + [f"{path.stem}/broken"]
-
-
-def measure_bands(directory: str | Path | None = None, progress: bool = True,
-                  notebooks: list[str] | None = None) -> dict | None:
-    """Execute every banded notebook under each kernel setting and seed, and broken; record it.
-
-    Each execution is one piece of :class:`~attention.results.PartialRuns` (resumable); the
-    record ``notebook-bands`` is written once every piece is there."""
-    done = PartialRuns(BANDS["record"], BANDS, directory)
-    cells = [c for c in banded_cells() if not notebooks or c[0].stem in notebooks]
+@functools.lru_cache(maxsize=2)
+def _banded_read(stamps: tuple[tuple[str, int], ...]) -> dict[Path, list[tuple[int, dict]]]:
     by_notebook: dict[Path, list] = {}
-    for path, number, cell in cells:
+    for path, number, cell in banded_cells([Path(p) for p, _ in stamps]):
         by_notebook.setdefault(path, []).append((number, cell))
+    return by_notebook
+
+
+def _pieces(recipe: dict) -> list[Piece]:
+    """Per banded notebook: every capability x seed of ``recipe``, then one broken execution."""
+    pieces = []
+    for path in _banded_by_notebook():
+        for cap in recipe["capabilities"]:
+            for seed in recipe["seeds"]:
+                key = f"{path.stem}/{cap}/seed{seed}"
+                pieces.append(Piece(key, f"{path.stem}/{cap}", seed, {"key": key}))
+        pieces.append(Piece(f"{path.stem}/broken", f"{path.stem}/broken", 0, {"key": f"{path.stem}/broken"}))
+    return pieces
+
+
+def _stamp(recipe: dict, group: str) -> dict:
+    """A piece names its capability: it is the same whichever others this processor has."""
+    return {k: v for k, v in recipe.items() if k != "capabilities"}
+
+
+def _notebook(stem: str) -> tuple[Path, list[tuple[int, dict]]]:
+    return next((path, entries) for path, entries in _banded_by_notebook().items() if path.stem == stem)
+
+
+def _run(study: Study, piece: Piece, data, device) -> dict:
+    """Execute the piece's notebook (under its kernel setting and seed, or broken) with an empty
+    model cache; the stdout of each of its banded cells and the seconds it took."""
+    stem, setting = piece.variant.split("/")
+    path, entries = _notebook(stem)
+    broken = []
+    for number, cell in entries:
+        if cell_broken(cell) is None:
+            raise ValueError(f"{path.name}, code cell {number}: a banded cell declares 'broken', "
+                             "the replacement that shows a broken run falls outside its band")
+        broken.append((number, *cell_broken(cell)))
     corpora = Path(os.environ.get("ATTENTION_DATA_DIR") or Path.home() / ".cache" / "attention-nlp")
-    base = {"ATTENTION_DEVICE": "cpu", "ATTENTION_DATA_DIR": str(corpora)}
-    start = time.perf_counter()
-
-    def run(key, env, patches=()):
-        if key in done:
-            return
-        t = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="bands-models-") as models:
-            nb = _execute(path, {**base, **env, "ATTENTION_MODEL_DIR": models}, patches)
-        code = _code_cells(nb)
-        done.add(key, {"stdout": {str(n): _stdout(code[n]) for n, _ in entries},
-                       "seconds": round(time.perf_counter() - t, 1)})
-        if progress:
-            print(f"{key}: {time.perf_counter() - t:.0f} s", flush=True)
-
-    for path, entries in by_notebook.items():
-        broken = []
-        for number, cell in entries:
-            if cell_broken(cell) is None:
-                raise ValueError(f"{path.name}, code cell {number}: a banded cell declares 'broken', "
-                                 "the replacement that shows a broken run falls outside its band")
-            broken.append((number, *cell_broken(cell)))
-        for cap in capabilities():
-            for seed in BANDS["seeds"]:
-                run(f"{path.stem}/{cap}/seed{seed}", {"ATEN_CPU_CAPABILITY": cap, "ATTENTION_SEED": str(seed)})
-        # one broken execution per notebook, every banded cell of it broken at once
-        run(f"{path.stem}/broken", {"ATTENTION_SEED": "0"}, broken)
-
-    keys = [k for path in by_notebook for k in _pieces(path)]
-    if any(k not in done for k in keys):
-        return None
-    return record_result(BANDS["record"], command="python -m attention bands", recipe=dict(BANDS, capabilities=capabilities()),
-                         seeds=list(BANDS["seeds"]), metrics={"cells": summarise(by_notebook, done)},
-                         wall_seconds=round(sum(done.get(k)["seconds"] for k in keys), 1), directory=directory,
-                         notes="stdout of every banded cell under each CPU kernel setting (ATEN_CPU_CAPABILITY) "
-                               "and seed, each with an empty model cache, and of the broken run; "
-                               "the largest deviation from the committed output per decimal number")
+    env = {"ATTENTION_DEVICE": "cpu", "ATTENTION_DATA_DIR": str(corpora)}
+    if setting == "broken":  # one broken execution per notebook, every banded cell of it broken at once
+        env, patches = env | {"ATTENTION_SEED": "0"}, broken
+    else:
+        env, patches = env | {"ATEN_CPU_CAPABILITY": setting, "ATTENTION_SEED": str(piece.seed)}, []
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bands-models-") as models:
+        nb = _execute(path, {**env, "ATTENTION_MODEL_DIR": models}, patches)
+    code = _code_cells(nb)
+    return {"stdout": {str(n): _stdout(code[n]) for n, _ in entries}, "seconds": round(time.perf_counter() - t, 1)}
 
 
-def summarise(by_notebook: dict, done) -> dict:
+def _recorded(study: Study, record: dict) -> dict[str, dict]:
+    """The pieces a record holds, read back from its ``metrics["cells"]``: a piece counts as done
+    when every banded cell of its notebook has its stdout there. The record keeps only the total
+    seconds (``wall_seconds``), so each piece read back is given an equal share of it."""
+    cells = record["metrics"].get("cells") or {}
+    rows = {}
+    for piece in study.pieces(study.recipe):
+        stem, setting = piece.variant.split("/")
+        stdout = {}
+        for number, _ in _notebook(stem)[1]:
+            entry = cells.get(f"{stem}/{number}")
+            if entry is None:
+                break
+            run = entry["broken"] if setting == "broken" else entry["runs"].get(f"{setting}/seed{piece.seed}")
+            if run is None:
+                break
+            stdout[str(number)] = run["stdout"]
+        else:
+            rows[piece.key] = {"stdout": stdout}
+    for row in rows.values():
+        row["seconds"] = (record["wall_seconds"] or 0) / len(rows)
+    return rows
+
+
+def _wall(runs: list[dict]) -> float:
+    return round(sum(r["seconds"] for r in runs), 1)
+
+
+def _summarise(study: Study, runs: list[dict], data) -> dict:
     """Per banded cell: the committed numbers, every run's, the largest deviation, the broken run's."""
+    done = {r["key"]: r for r in runs}
     cells = {}
-    for path, entries in by_notebook.items():
+    for path, entries in _banded_by_notebook().items():
         for number, cell in entries:
             bands, reference = cell_bands(cell), _stdout(cell)
             committed = banded_values(reference, bands)
-            runs, worst = {}, [[0.0] * len(r) for r in committed]
-            for cap in capabilities():
-                for seed in BANDS["seeds"]:
-                    text = done.get(f"{path.stem}/{cap}/seed{seed}")["stdout"][str(number)]
+            measured, worst = {}, [[0.0] * len(r) for r in committed]
+            for cap in study.recipe["capabilities"]:
+                for seed in study.recipe["seeds"]:
+                    text = done[f"{path.stem}/{cap}/seed{seed}"]["stdout"][str(number)]
                     values = banded_values(text, bands, reference)
-                    runs[f"{cap}/seed{seed}"] = {"stdout": text, "values": values,
+                    measured[f"{cap}/seed{seed}"] = {"stdout": text, "values": values,
                                                  "matches": compare_banded(reference, text, bands)}
                     for i, (row, ref_row) in enumerate(zip(values, committed)):
                         for j, (v, r) in enumerate(zip(row, ref_row)):
                             worst[i][j] = max(worst[i][j], round(abs(v - r), 6))
-            broken = done.get(f"{path.stem}/broken")["stdout"][str(number)]
+            broken = done[f"{path.stem}/broken"]["stdout"][str(number)]
             cells[f"{path.stem}/{number}"] = {
                 "notebook": path.name, "cell": number, "bands": copy.deepcopy(bands), "committed": committed,
-                "largest_deviation": worst, "runs": runs,
+                "largest_deviation": worst, "runs": measured,
                 "broken": {"replace": list(cell_broken(cell)), "stdout": broken,
                            "values": banded_values(broken, bands, reference) if len(broken.splitlines()) ==
                            len(reference.splitlines()) else None,
                            "rejected_by": compare_banded(reference, broken, bands)}}
-    return cells
+    return {"cells": cells}
 
+
+STUDY = Study(
+    BANDS["record"], "bands", "the declared bands of the notebooks' live-training cells, measured",
+    dict(BANDS, capabilities=capabilities()), _run, _summarise, pieces=_pieces, stamp=_stamp, wall=_wall,
+    recorded=_recorded,
+    notes="stdout of every banded cell under each CPU kernel setting (ATEN_CPU_CAPABILITY) and seed, each with "
+          "an empty model cache, and of the broken run; the largest deviation from the committed output per "
+          "decimal number")
+STUDIES = [STUDY]

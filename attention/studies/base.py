@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import fnmatch
 import json
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -179,18 +180,22 @@ def _data(study: Study, group: str):
     return _DATA[key]
 
 
-def run_piece(study: Study, piece: Piece) -> tuple[dict, nn.Module | None]:
-    """Run one piece here (seeded with its seed, one CPU thread): ``(row, model to keep or None)``.
-    This is what a worker executes."""
+def run_piece(study: Study, piece: Piece) -> tuple[dict, bytes | None]:
+    """Run one piece here (seeded with its seed, one CPU thread): ``(row, checkpoint)``, the
+    checkpoint (:func:`attention.checkpoints.save_checkpoint`, as bytes, so that it travels from a
+    worker) of a model to keep, else None. This is what a worker executes."""
     device = setup(piece.seed)
     data = _data(study, piece.group)
     setup(piece.seed)  # building the data may have drawn random numbers
     out = study.run(study, piece, data, device)
     row, model = out if isinstance(out, tuple) else (out, None)
     row = json.loads(json.dumps(row))
-    if model is not None and (piece.seed != 0 or piece.variant not in study.keep):
-        model = None
-    return row, None if model is None else copy.deepcopy(model).cpu()
+    if model is None or piece.seed != 0 or piece.variant not in study.keep:
+        return row, None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.pt"
+        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=study.recipe)
+        return row, path.read_bytes()
 
 
 def _selected(pieces: list[Piece], only: Sequence[str] | None) -> list[Piece]:
@@ -225,10 +230,14 @@ def run_study(study: Study, directory: str | Path | None = None, workers: int = 
     pieces = study.pieces(study.recipe)
     missing = [p for p in _selected(pieces, only) if done.get(p) is None]
 
-    def land(piece: Piece, row: dict, model: nn.Module | None) -> None:
+    def land(piece: Piece, row: dict, checkpoint: bytes | None) -> None:
+        if checkpoint is not None:  # the model first: a landed row always has its kept model
+            path = study.model_path(piece.variant, directory)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(checkpoint)
+            tmp.replace(path)
         done.add(piece, row)
-        if model is not None:
-            save_checkpoint(study.model_path(piece.variant, directory), model, recipe=study.recipe)
         if progress:
             _print_row(piece.key, row)
 

@@ -1,8 +1,8 @@
 """Chapter 8's recorded run: soft, hard and Gumbel attention captioning rows of handwritten digits.
 
-    python -m attention captions            # 3 attention kinds x 3 seeds, resumable
-    python -m attention captions --reverse  # the same from the last run backwards (a second process)
-    python -m attention captions --status   # the runs done and missing
+    python -m attention captions              # 3 attention kinds x 3 seeds, resumable
+    python -m attention captions --workers 3  # the same on three worker processes
+    python -m attention captions --status     # the runs done and missing
 
 Every run trains :class:`~attention.models.captioner.ShowAttendTell` on
 :func:`attention.tasks.captions.digit_captions` until the validation exact match (whole caption
@@ -15,27 +15,28 @@ The price of hard attention is measured at each hard run's trained parameters (:
 the variance of its gradient estimate over repeated draws of the locations on one batch, with the
 moving-average baseline and without it, beside the gradient of soft attention at the same
 parameters (deterministic on one batch) and the spread of soft's gradient over different batches,
-the ordinary noise of stochastic gradient descent.
+the ordinary noise of stochastic gradient descent. The run is declared as a
+:class:`~attention.studies.base.Study` (``STUDY``); the seed-0 model of each kind is kept beside the
+record (:func:`captioner_path`).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from pathlib import Path
 
 import torch
 
-from ..checkpoints import save_checkpoint
 from ..device import setup
 from ..experiments import fit
 from ..hard import flat_gradient, gradient_spread_summary, gradient_variance
 from ..models import build
-from ..results import PartialRuns, mean_sd, model_path, record_result
+from ..results import mean_sd, model_path
 from ..tasks.captions import CaptionData, alignment_hit, digit_captions
+from .base import Piece, Study, summarise_variants, training_row
 
-__all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "run_captions",
-           "captions_status"]
+__all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "STUDY",
+           "STUDIES"]
 
 CAPTIONS = {"arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2], "n_train": 6000, "n_valid": 1000,
             "n_test": 1000, "height": 16, "width": 40, "n_digits": 3, "pools": 3, "doubly_stochastic": 0.01,
@@ -104,7 +105,7 @@ def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int
     return {k: {m: v[m] for m in ("mean_variance", "mean_sq_grad")} for k, v in out.items()}
 
 
-def _data(recipe: dict) -> CaptionData:
+def _data(recipe: dict, group: str = "") -> CaptionData:
     return digit_captions(n_train=recipe["n_train"], n_valid=recipe["n_valid"], n_test=recipe["n_test"],
                           height=recipe["height"], width=recipe["width"], n_digits=recipe["n_digits"])
 
@@ -114,72 +115,43 @@ def captioner_path(attention: str, directory: str | Path | None = None) -> Path:
     return model_path("captions", attention, directory)
 
 
-def _run(data: CaptionData, attention: str, seed: int, device, directory=None) -> dict:
-    recipe = CAPTIONS
+def _pieces(recipe: dict) -> list[Piece]:
+    """``<arm>/seed<s>`` (seeds outer); the record's rows carry the key."""
+    return [Piece(f"{a}/seed{s}", a, s, {"key": f"{a}/seed{s}"}) for s in recipe["seeds"] for a in recipe["arms"]]
+
+
+def _run(study: Study, piece: Piece, data: CaptionData, device):
+    recipe, attention, seed = study.recipe, piece.variant, piece.seed
     setup(seed)
     model = build_captioner(data, attention, recipe, seed).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"])
-    if seed == 0:
-        path = captioner_path(attention, directory)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=recipe)
+    kept = copy.deepcopy(model).cpu()  # the trained model, before the gradient measurements below draw on it
     report = data.evaluate(model)
     row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
-    row |= {"valid_exact_match": history.epochs[history.best_epoch - 1]["valid_exact_match"],
-            "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
-            "train_seconds": round(history.seconds, 1), "parameters": sum(p.numel() for p in model.parameters())}
+    row |= training_row(history, model, valid="exact_match")
     if attention == "hard":
         row["gradient_spread"] = gradient_spread(model, data, recipe["spread_samples"], recipe["spread_batch"], seed)
-    return row
+    return row, kept  # seed 0's model is kept (captioner_path)
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{a}/seed{s}" for s in recipe["seeds"] for a in recipe["arms"]]
-
-
-def _store(directory) -> PartialRuns:
-    return PartialRuns("soft-hard-captions", CAPTIONS, directory)
-
-
-def captions_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = _store(directory)
-    keys = _keys(CAPTIONS)
-    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
-
-
-def run_captions(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
-    """Train what is missing (``reverse``: from the last run backwards, for a second process); write
-    and return the record ``soft-hard-captions`` once every run is done (else None)."""
-    recipe, device = CAPTIONS, setup(0)
-    done = _store(directory)
-    data = _data(recipe)
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        attention, seed = key.split("/")
-        row = _run(data, attention, int(re.sub(r"\D", "", seed)), device, directory)
-        done.add(key, row)
-        if progress:
-            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    if any(k not in done for k in keys):
-        return None
-    summary = {}
-    for a in recipe["arms"]:
-        rows = [done.get(f"{a}/seed{s}") for s in recipe["seeds"]]
-        summary[a] = {m: mean_sd([r[m] for r in rows]) for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
-        summary[a] |= {"best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
-                       "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-    hard = [done.get(f"hard/seed{s}")["gradient_spread"] for s in recipe["seeds"]]
+def _summarise(study: Study, runs: list[dict], data) -> dict:
+    recipe = study.recipe
+    rows = [{**r, "arm": r["key"].split("/")[0]} for r in runs]
+    summary = summarise_variants(rows, ("exact_match", "bleu", "digit_accuracy", "alignment", "best_epoch"), by="arm",
+                                 values=recipe["arms"])
+    hard = [r["gradient_spread"] for r in rows if r["arm"] == "hard"]
     spread = {k: {m: mean_sd([h[k][m] for h in hard]) for m in ("mean_variance", "mean_sq_grad")} for k in hard[0]}
+    data = data()
     grid = build_captioner(data, "soft", recipe).grid
-    runs = [{"key": k, **done.get(k)} for k in keys]
-    return record_result(
-        "soft-hard-captions", command="python -m attention captions", recipe=recipe, seeds=recipe["seeds"],
-        metrics={"data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                          "grid": list(grid), "chance_alignment": chance_alignment(data, grid)},
-                 "summary": summary, "gradient_spread": spread, "paper": PAPER, "runs": runs},
-        wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-        notes="wall_seconds adds up the training time of every run; paper = Xu et al. (2015), Table 1, BLEU-4 "
-              "on Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)")
+    return {"data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test), "grid": list(grid),
+                     "chance_alignment": chance_alignment(data, grid)},
+            "summary": summary, "gradient_spread": spread, "paper": PAPER, "runs": runs}
+
+
+STUDY = Study(
+    "soft-hard-captions", "captions", "chapter 8: soft, hard and Gumbel attention captioning rows of digits",
+    CAPTIONS, _run, _summarise, data=_data, pieces=_pieces, keep=tuple(CAPTIONS["arms"]), kept_as="captions",
+    notes="wall_seconds adds up the training time of every run; paper = Xu et al. (2015), Table 1, BLEU-4 on "
+          "Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)")
+STUDIES = [STUDY]

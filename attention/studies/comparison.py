@@ -1,34 +1,33 @@
 """Chapter 6's recorded runs: the Transformer beside RNNsearch, and a sweep over the number of heads.
 
-    python -m attention transformer --pair hsk   # RNNsearch and the Transformer, 3 seeds (another
-    python -m attention transformer --pair ding  #   process can take the other pair)
-    python -m attention transformer --heads      # h = 1, 2, 4, 8 at a fixed d_model, on HSK
-    python -m attention transformer --status     # the runs done and missing
+    python -m attention transformer                  # RNNsearch and the Transformer, 2 pairs, 3 seeds
+    python -m attention transformer --only 'hsk/*'   # one pair (another process can take the other)
+    python -m attention transformer --heads          # h = 1, 2, 4, 8 at a fixed d_model, on HSK
+    python -m attention transformer --status         # the runs done and missing
 
 Both models get the same data, the same time budget per run (training stops before an epoch that
 would end past it, or earlier when the validation BLEU has not improved for ``patience`` epochs;
 the seconds are the CPU time of the training process on one thread, which is the wall-clock time
 on an idle core, and does not shrink when other programs share the machine) and about the same number of parameters: the Transformer's ``d_model`` is chosen so that
-its parameter count lands closest to RNNsearch's (chapter 3's model) on each pair. Each finished
-run is kept in :class:`~attention.results.PartialRuns` at once, so the command resumes where it
-stopped; the records ``transformer-comparison`` and ``transformer-heads`` are written when every
-run of theirs is done, and chapter 6 reads them with :func:`attention.results.load_result`.
+its parameter count lands closest to RNNsearch's (chapter 3's model) on each pair. The two records,
+``transformer-comparison`` and ``transformer-heads``, are declared as
+:class:`~attention.studies.base.Study` (``COMPARISON_STUDY``, ``HEADS_STUDY``): each finished run
+is kept at once, so the command resumes where it stopped, and the record is written when every
+run of it is done; chapter 6 reads them with :func:`attention.results.load_result`.
 """
 from __future__ import annotations
 
 import functools
-import time
-from pathlib import Path
 
 import torch
 
-from ..device import setup
 from ..experiments import build_model, ding_data, evaluate, fit, hsk_data
-from ..models import build
-from ..results import PartialRuns, mean_sd, record_result
+from ..models import build, count_parameters
+from ..results import mean_sd
+from .base import Piece, Study, training_row
 
-__all__ = ["COMPARISON", "HEADS", "transformer_config", "match_transformer", "run_comparison", "run_heads",
-           "comparison_status"]
+__all__ = ["COMPARISON", "HEADS", "MODELS", "transformer_config", "match_transformer", "COMPARISON_STUDY",
+           "HEADS_STUDY", "STUDIES"]
 
 #: The recipe of both models; ``budget_seconds`` is each run's training time, validation included.
 COMPARISON = {
@@ -58,25 +57,31 @@ def transformer_config(data, d_model: int, recipe: dict, num_heads: int | None =
                 dropout=t["dropout"], tie_embeddings=t["tie_embeddings"])
 
 
-def _count(model) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def match_transformer(data, target: int, recipe: dict, step: int = 8) -> int:
     """The ``d_model`` (a multiple of ``step``, so that 1, 2, 4 and 8 heads divide it) whose
     Transformer has the parameter count closest to ``target``."""
     previous, d = None, step
     while True:  # the count grows with d_model: stop at the first size past the target
-        n = _count(build("transformer", transformer_config(data, d, recipe)))
+        n = count_parameters(build("transformer", transformer_config(data, d, recipe)))
         if n >= target:
             return d if previous is None or n - target <= target - previous else d - step
         previous, d = n, d + step
 
 
+#: the two models of the comparison, in the order each pair and seed runs them
+MODELS = ("RNNsearch", "Transformer")
+
+
+def _shared(recipe: dict, pair: str) -> dict:
+    """A pair's data and the ``d_model`` that sizes the Transformer to RNNsearch on it."""
+    data = _data(pair, recipe)
+    rnn = build_model(data, attention="additive", **{k: v for k, v in recipe["rnnsearch"].items() if k != "lr"})
+    return {"data": data, "d_model": match_transformer(data, count_parameters(rnn), recipe)}
+
+
 def _train(name: str, data, recipe: dict, seed: int, device, budget: float, d_model: int | None = None,
            num_heads: int | None = None) -> dict:
     """Build and train one model; its test BLEU, BLEU by length, epochs and size."""
-    setup(seed)
     torch.manual_seed(seed)
     if name == "RNNsearch":
         r = recipe["rnnsearch"]
@@ -93,9 +98,7 @@ def _train(name: str, data, recipe: dict, seed: int, device, budget: float, d_mo
                   clock=recipe["clock"], **options)
     report = evaluate(model, data)
     return {"bleu": report["bleu"].score, "signature": report["bleu"].signature, "by_length": report["by_length"],
-            "valid_bleu": history.epochs[history.best_epoch - 1]["valid_bleu"], "best_epoch": history.best_epoch,
-            "epochs_run": len(history.epochs), "stopped": history.stopped, "train_seconds": round(history.seconds, 1),
-            "parameters": _count(model), "d_model": d_model, "num_heads": num_heads,
+            **training_row(history, model, valid="bleu"), "d_model": d_model, "num_heads": num_heads,
             "curve": [{"epoch": e["epoch"], "seconds": round(e["seconds"], 1), "valid_bleu": e["valid_bleu"]}
                       for e in history.epochs]}
 
@@ -111,87 +114,59 @@ def _summary(runs: list[dict]) -> dict:
             "stopped": sorted({r["stopped"].split(":")[0] for r in runs})}
 
 
-def _store(name: str, recipe: dict, directory) -> PartialRuns:
-    return PartialRuns(name, recipe, directory)
+# --- RNNsearch against the Transformer, on each pair ---------------------------------------------
+
+def _comparison_pieces(recipe: dict) -> list[Piece]:
+    """``"<pair>/<model>/seed<s>"``; the pieces of a pair share its data (group = pair)."""
+    return [Piece(f"{p}/{m}/seed{s}", m, s, {"pair": p, "model": m, "seed": s}, group=p)
+            for p in recipe["pairs"] for s in recipe["seeds"] for m in MODELS]
 
 
-def comparison_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    """The runs of both records: ``{"done": [...], "missing": [...]}``."""
-    comp, heads = _store("transformer-comparison", COMPARISON, directory), _store("transformer-heads", HEADS, directory)
-    keys = [(comp, k) for k in _comparison_keys()] + [(heads, k) for k in _heads_keys()]
-    return {"done": [k for s, k in keys if k in s], "missing": [k for s, k in keys if k not in s]}
+def _comparison_run(study: Study, piece: Piece, shared: dict, device) -> dict:
+    recipe = study.recipe
+    return _train(piece.variant, shared["data"], recipe, piece.seed, device, recipe["budget_seconds"],
+                  d_model=shared["d_model"] if piece.variant == "Transformer" else None)
 
 
-def _comparison_keys() -> list[str]:
-    return [f"{p}/{m}/seed{s}" for p in COMPARISON["pairs"] for s in COMPARISON["seeds"]
-            for m in ("RNNsearch", "Transformer")]
+def _comparison_summary(study: Study, runs: list[dict], shared) -> dict:
+    pairs = study.recipe["pairs"]
+    summary = {p: {m: _summary([r for r in runs if r["pair"] == p and r["model"] == m]) for m in MODELS} for p in pairs}
+    for p in pairs:
+        summary[p]["Transformer"]["d_model"] = next(r["d_model"] for r in runs
+                                                    if r["pair"] == p and r["model"] == "Transformer")
+    return {"summary": summary, "runs": runs}
 
 
-def _heads_keys() -> list[str]:
-    return [f"h{h}/seed{s}" for s in HEADS["seeds"] for h in HEADS["heads"]]
+# --- the heads sweep -----------------------------------------------------------------------------
+
+def _heads_pieces(recipe: dict) -> list[Piece]:
+    """``"h<heads>/seed<s>"``, seeds outer."""
+    return [Piece(f"h{h}/seed{s}", f"h{h}", s, {"heads": h, "seed": s}) for s in recipe["seeds"] for h in recipe["heads"]]
 
 
-def run_comparison(pairs: list[str] | None = None, directory: str | Path | None = None,
-                   progress: bool = False) -> dict | None:
-    """Train what is missing of RNNsearch vs the Transformer on ``pairs`` (default both); write
-    and return the record ``transformer-comparison`` once every run is done (else None)."""
-    recipe, device = COMPARISON, setup(0)
-    done = _store("transformer-comparison", recipe, directory)
-    sizes = {}
-    for pair in pairs or recipe["pairs"]:
-        if pair not in recipe["pairs"]:
-            raise ValueError(f"unknown pair {pair!r}; choose from {recipe['pairs']}")
-        data = None
-        for key in [k for k in _comparison_keys() if k.startswith(pair + "/")]:
-            if key in done:
-                continue
-            data = data or _data(pair, recipe)
-            if pair not in sizes:
-                rnn = build_model(data, attention="additive", **{k: v for k, v in recipe["rnnsearch"].items() if k != "lr"})
-                sizes[pair] = match_transformer(data, _count(rnn), recipe)
-            _, name, seed = key.split("/")
-            row = _train(name, data, recipe, int(seed[4:]), device, recipe["budget_seconds"],
-                         d_model=sizes[pair] if name == "Transformer" else None)
-            done.add(key, row)
-            if progress:
-                print(key, {k: v for k, v in row.items() if k in ("bleu", "best_epoch", "epochs_run", "parameters",
-                                                                   "d_model", "stopped")}, flush=True)
-    if any(k not in done for k in _comparison_keys()):
-        return None
-    runs = [{"pair": k.split("/")[0], "model": k.split("/")[1], "seed": int(k.split("/seed")[1]), **done.get(k)}
-            for k in _comparison_keys()]
-    summary = {p: {m: _summary([r for r in runs if r["pair"] == p and r["model"] == m])
-                   for m in ("RNNsearch", "Transformer")} for p in recipe["pairs"]}
-    for p in recipe["pairs"]:
-        summary[p]["Transformer"]["d_model"] = next(r["d_model"] for r in runs if r["pair"] == p and r["model"] == "Transformer")
-    return record_result("transformer-comparison", command="python -m attention transformer", recipe=recipe,
-                         seeds=recipe["seeds"], metrics={"summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
+def _heads_data(recipe: dict, group: str) -> dict:
+    return _shared(recipe["comparison"], recipe["pair"])
+
+
+def _heads_run(study: Study, piece: Piece, shared: dict, device) -> dict:
+    recipe = study.recipe
+    return _train("Transformer", shared["data"], recipe["comparison"], piece.seed, device, recipe["budget_seconds"],
+                  d_model=shared["d_model"], num_heads=piece.fields["heads"])
+
+
+def _heads_summary(study: Study, runs: list[dict], shared) -> dict:
+    d_model = runs[0]["d_model"]  # every run's: the comparison's d_model on the pair
+    summary = {str(h): _summary([r for r in runs if r["heads"] == h]) | {"d_k": d_model // h}
+               for h in study.recipe["heads"]}
+    return {"d_model": d_model, "summary": summary, "runs": runs}
+
+
+COMPARISON_STUDY = Study("transformer-comparison", "transformer",
+                         "chapter 6: RNNsearch vs the Transformer, same time and parameter budget, 3 seeds",
+                         COMPARISON, _comparison_run, _comparison_summary, data=_shared, pieces=_comparison_pieces,
                          notes="wall_seconds adds up the training time of every run; the runs ran in two processes")
-
-
-def run_heads(directory: str | Path | None = None, progress: bool = False) -> dict | None:
-    """The heads sweep on HSK at the comparison's d_model; the record ``transformer-heads`` once done."""
-    device = setup(0)
-    recipe = HEADS | {"comparison": COMPARISON}
-    done = _store("transformer-heads", HEADS, directory)
-    data = _data(HEADS["pair"], COMPARISON)
-    rnn = build_model(data, attention="additive", **{k: v for k, v in COMPARISON["rnnsearch"].items() if k != "lr"})
-    d_model = match_transformer(data, _count(rnn), COMPARISON)
-    for key in _heads_keys():
-        if key in done:
-            continue
-        h, seed = key.split("/")
-        row = _train("Transformer", data, COMPARISON, int(seed[4:]), device, HEADS["budget_seconds"],
-                     d_model=d_model, num_heads=int(h[1:]))
-        done.add(key, row)
-        if progress:
-            print(key, {k: v for k, v in row.items() if k in ("bleu", "best_epoch", "epochs_run", "stopped")}, flush=True)
-    if any(k not in done for k in _heads_keys()):
-        return None
-    runs = [{"heads": int(k.split("/")[0][1:]), "seed": int(k.split("/seed")[1]), **done.get(k)} for k in _heads_keys()]
-    summary = {str(h): _summary([r for r in runs if r["heads"] == h]) | {"d_k": d_model // h} for h in HEADS["heads"]}
-    return record_result("transformer-heads", command="python -m attention transformer --heads", recipe=recipe,
-                         seeds=HEADS["seeds"], metrics={"d_model": d_model, "summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run")
+HEADS_STUDY = Study("transformer-heads", "transformer --heads",
+                    "chapter 6: the heads sweep, h = 1, 2, 4, 8 at the comparison's d_model",
+                    HEADS | {"comparison": COMPARISON}, _heads_run, _heads_summary, data=_heads_data,
+                    pieces=_heads_pieces)
+STUDIES = [COMPARISON_STUDY, HEADS_STUDY]

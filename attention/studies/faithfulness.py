@@ -10,23 +10,21 @@ accuracy stops improving. On every test sentence each run measures how far the o
 the weights are permuted, made uniform, stripped of their largest entry, or replaced by adversarial
 weights that keep the output within ``eps``; and how the weights rank the words against input ×
 gradient. The seed-0 scalar classifier is kept beside the record (:func:`attention.results.model_path`)
-for the chapter's explorer.
+for the chapter's explorer. The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
 from __future__ import annotations
 
-import copy
-from pathlib import Path
-
-from ..checkpoints import save_checkpoint
 from ..device import setup
 from ..experiments import fit
 from ..explain import perturbation_report
-from .intra import _count, build_intra
-from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
-from ..results import PartialRuns, mean_sd, model_path, pieces_status, record_result, run_missing, variant_seed_keys
+from ..models import count_parameters
+from ..results import mean_sd
 from ..tasks.classification import sentiment_data
+from .base import Piece, Study, summarise_variants
+from .intra import build_intra
+from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
 
-__all__ = ["FAITHFULNESS", "train_classifier", "run_faithfulness", "faithfulness_status"]
+__all__ = ["FAITHFULNESS", "PERTURBATIONS", "train_classifier", "STUDY", "STUDIES"]
 
 FAITHFULNESS = {**{k: MULTIDIM[k] for k in ("corpus", "min_freq", "embed_dim", "hidden_dim", "attention_dim",
                                             "dropout", "max_epochs", "patience", "batch_size", "lr")},
@@ -44,40 +42,35 @@ def train_classifier(variant: str, data, recipe: dict, seed: int, device):
     return model, history
 
 
-def _run(variant: str, data, recipe: dict, seed: int, device, directory=None) -> dict:
-    model, history = train_classifier(variant, data, recipe, seed, device)
-    if seed == 0 and variant == "scalar":
-        save_checkpoint(model_path("faithfulness", variant, directory), copy.deepcopy(model).cpu(), recipe=recipe)
-    report = perturbation_report(model, data, data.test, eps=recipe["eps"], seed=seed)
-    return {"accuracy": data.evaluate(model)["accuracy"], "best_epoch": history.best_epoch,
-            "epochs_run": len(history.epochs), "train_seconds": round(history.seconds, 1), "parameters": _count(model),
-            **{k: report[k] for k in PERTURBATIONS}, "attention_vs_gradient": report["attention_vs_gradient"]}
+def _data(recipe: dict, group: str):
+    return sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
 
 
-def faithfulness_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    return pieces_status(PartialRuns("faithfulness", FAITHFULNESS, directory), variant_seed_keys(FAITHFULNESS))
+def _run(study: Study, piece: Piece, data, device):
+    recipe = study.recipe
+    model, history = train_classifier(piece.variant, data, recipe, piece.seed, device)
+    report = perturbation_report(model, data, data.test, eps=recipe["eps"], seed=piece.seed)
+    # the rows of this record never carried the reason training stopped (training_row's "stopped")
+    row = {"accuracy": data.evaluate(model)["accuracy"], "best_epoch": history.best_epoch,
+           "epochs_run": len(history.epochs), "train_seconds": round(history.seconds, 1),
+           "parameters": count_parameters(model), **{k: report[k] for k in PERTURBATIONS},
+           "attention_vs_gradient": report["attention_vs_gradient"]}
+    return row, model
 
 
-def run_faithfulness(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
-    """Train and measure what is missing; write and return the record ``faithfulness`` once every
-    run is done (else None)."""
-    recipe, device = FAITHFULNESS, setup(0)
-    data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
-    runs = run_missing(PartialRuns("faithfulness", recipe, directory), variant_seed_keys(recipe),
-                       lambda v, seed: _run(v, data, recipe, seed, device, directory), progress, reverse)
-    if runs is None:
-        return None
-    summary = {}
-    for v in recipe["variants"]:
+def _summarise(study: Study, runs: list[dict], data) -> dict:
+    summary = summarise_variants(runs, ("accuracy", "best_epoch", "epochs_run"))
+    for v, cell in summary.items():
         rows = [r for r in runs if r["variant"] == v]
-        cell = {m: mean_sd([r[m] for r in rows]) for m in ("accuracy", "best_epoch", "epochs_run")}
         for p in PERTURBATIONS:
             cell[p] = {m: mean_sd([r[p][m] for r in rows]) for m in rows[0][p]}
         cell["attention_vs_gradient"] = mean_sd([r["attention_vs_gradient"]["spearman"] for r in rows])
-        cell |= {"parameters": rows[0]["parameters"], "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-        summary[v] = cell
+    data = data()
     data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test)}
-    return record_result("faithfulness", command="python -m attention faithfulness", recipe=recipe,
-                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run (the measurements are not in it)")
+    return {"data": data_info, "summary": summary, "runs": runs}
+
+
+STUDY = Study("faithfulness", "faithfulness", "chapter 10: perturbed and adversarial attention weights, input x gradient",
+              FAITHFULNESS, _run, _summarise, data=_data, keep=("scalar",),
+              notes="wall_seconds adds up the training time of every run (the measurements are not in it)")
+STUDIES = [STUDY]

@@ -20,27 +20,26 @@ people rated from -4 to +4, never seen in training:
   Pang & Lee test reviews' sentences, on words of VADER's sentiment lexicon, beside the share of
   such words in those sentences.
 
-Each finished run is kept in :class:`~attention.results.PartialRuns`; the record
-``hierarchical-attention`` is written once all are.
+The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``), which writes the record
+``hierarchical-attention``.
 """
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import torch
 
 from ..data.documents import load_vader_documents
 from ..data.sentiment import load_vader_lexicon
-from ..device import setup
 from ..experiments import fit
 from ..metrics import spearman
 from ..models import build
-from ..results import PartialRuns, mean_sd, record_result
+from ..results import mean_sd
 from ..tasks.documents import document_data
+from .base import Piece, Study, summarise_variants, training_row
 
 __all__ = ["HIERARCHICAL", "VARIANTS", "PAPER", "build_han", "attention_vs_ratings", "length_baseline",
-           "random_baseline", "word_lexicon_share", "run_hierarchical", "hierarchical_status"]
+           "random_baseline", "word_lexicon_share", "STUDY", "STUDIES"]
 
 #: variant -> the HANConfig.pool it trains with (Yang et al.'s names)
 VARIANTS = {"han": "attention", "hn-ave": "mean", "hn-max": "max"}
@@ -103,23 +102,22 @@ def word_lexicon_share(word_weights, documents, lexicon: dict) -> tuple[float, f
     return sum(mass) / len(mass), sum(share) / len(share)
 
 
-def _count(model) -> int:
-    return sum(p.numel() for p in model.parameters())
+def _data(recipe: dict, group: str) -> dict:
+    return {"data": document_data(seed=0, min_freq=recipe["min_freq"]),
+            "vader": {c: load_vader_documents(c) for c in recipe["vader"]}, "lexicon": load_vader_lexicon()}
 
 
-def _run(variant: str, data, recipe: dict, seed: int, device, vader: dict, lexicon: dict) -> dict:
-    setup(seed)
-    model = build_han(variant, data, recipe, seed).to(device)
+def _run(study: Study, piece: Piece, shared: dict, device):
+    recipe, data, variant = study.recipe, shared["data"], piece.variant
+    model = build_han(variant, data, recipe, piece.seed).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+                  seed=piece.seed, device=device, progress=False, patience=recipe["patience"])
     report = data.evaluate(model)
-    row = {"accuracy": report["accuracy"], "valid_accuracy": history.epochs[history.best_epoch - 1]["valid_accuracy"],
-           "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
-           "train_seconds": round(history.seconds, 1), "parameters": _count(model)}
+    row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy")}
     if VARIANTS[variant] == "attention":
-        mass, share = word_lexicon_share([a["word"] for a in report["attention"]], data.test, lexicon)
+        mass, share = word_lexicon_share([a["word"] for a in report["attention"]], data.test, shared["lexicon"])
         row |= {"word_lexicon_attention": mass, "word_lexicon_share": share}
-    for corpus, documents in vader.items():
+    for corpus, documents in shared["vader"].items():
         out = data.evaluate(model, documents)
         row[f"{corpus}_agreement"] = out["accuracy"]
         if VARIANTS[variant] == "attention":
@@ -128,54 +126,25 @@ def _run(variant: str, data, recipe: dict, seed: int, device, vader: dict, lexic
     return row
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"{v}/seed{s}" for s in recipe["seeds"] for v in recipe["variants"]]
-
-
-def hierarchical_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    done = PartialRuns("hierarchical-attention", HIERARCHICAL, directory)
-    keys = _keys(HIERARCHICAL)
-    return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
-
-
-def run_hierarchical(directory: str | Path | None = None, progress: bool = False,
-                     reverse: bool = False) -> dict | None:
-    """Train what is missing (``reverse``: from the last run backwards, for a second process);
-    write and return the record ``hierarchical-attention`` once every run is done (else None)."""
-    recipe, device = HIERARCHICAL, setup(0)
-    done = PartialRuns("hierarchical-attention", recipe, directory)
-    data = document_data(seed=0, min_freq=recipe["min_freq"])
-    vader = {c: load_vader_documents(c) for c in recipe["vader"]}
-    lexicon = load_vader_lexicon()
-    keys = _keys(recipe)
-    for key in reversed(keys) if reverse else keys:
-        if key in done:
-            continue
-        variant, seed = key.split("/seed")
-        row = _run(variant, data, recipe, int(seed), device, vader, lexicon)
-        done.add(key, row)
-        if progress:
-            print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    if any(k not in done for k in keys):
-        return None
-    runs = [{"variant": k.split("/seed")[0], "seed": int(k.split("/seed")[1]), **done.get(k)} for k in keys]
-    summary = {}
-    for v in recipe["variants"]:
-        rows = [r for r in runs if r["variant"] == v]
-        cell = {m: mean_sd([r[m] for r in rows]) for m in rows[0]
-                if isinstance(rows[0][m], (int, float)) and not isinstance(rows[0][m], bool)
-                and m not in ("seed", "parameters", "train_seconds")}
-        cell |= {"parameters": rows[0]["parameters"], "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-        summary[v] = cell
+def _summarise(study: Study, runs: list[dict], shared) -> dict:
+    recipe = study.recipe
+    # every number a run records, but its seed, size and training time
+    metrics = [m for m in dict.fromkeys(k for r in runs for k in r)
+               if m not in ("seed", "parameters", "train_seconds")
+               and any(isinstance(r.get(m), (int, float)) and not isinstance(r.get(m), bool) for r in runs)]
+    summary = summarise_variants(runs, metrics)
+    data, vader, lexicon = shared()["data"], shared()["vader"], shared()["lexicon"]
     baselines = {c: {"length_rho": length_baseline(docs, recipe["min_sentences"]),
                      "random_rho": random_baseline(docs, recipe["random_draws"], recipe["min_sentences"]),
                      "documents": sum(len(d.sentences) >= recipe["min_sentences"] for d in docs)}
                  for c, docs in vader.items()}
     data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
                  "vocab": len(data.vocab), "vader": {c: len(d) for c, d in vader.items()}, "lexicon": len(lexicon)}
-    return record_result("hierarchical-attention", command="python -m attention han", recipe=recipe,
-                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary,
-                                                         "baselines": baselines, "paper": PAPER, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run; paper = Yang et al. (2016), "
-                               "Table 2, test accuracy in % on their corpora, not ours")
+    return {"data": data_info, "summary": summary, "baselines": baselines, "paper": PAPER, "runs": runs}
+
+
+STUDY = Study("hierarchical-attention", "han", "chapter 5: HAN, HN-AVE, HN-MAX; sentence attention vs human ratings",
+              HIERARCHICAL, _run, _summarise, data=_data,
+              notes="wall_seconds adds up the training time of every run; paper = Yang et al. (2016), "
+                    "Table 2, test accuracy in % on their corpora, not ours")
+STUDIES = [STUDY]

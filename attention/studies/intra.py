@@ -10,25 +10,22 @@ its hidden size, trains until its validation accuracy has not improved for ``pat
 and keeps its best epoch. Besides test accuracy, each run of Lin's model records how redundant
 its ``r`` attention rows are (the mean overlap ``Σ_t min(a_i,t, a_j,t)`` of two rows, and how many
 distinct words the rows' maxima pick) and how much of its attention falls on the words of VADER's
-sentiment lexicon, against the share of those words in the text. Each finished run is kept in
-:class:`~attention.results.PartialRuns`; the record ``intra-attention`` is written once all are.
+sentiment lexicon, against the share of those words in the text. The run is declared as a
+:class:`~attention.studies.base.Study` (``STUDY``), which writes the record ``intra-attention``.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import torch
 
 from ..data.sentiment import load_vader_lexicon
-from ..device import setup
 from ..experiments import fit
-from ..models import build
+from ..models import build, count_parameters
 from ..models.selfattentive import penalized_loss
-from ..results import PartialRuns, mean_sd, pieces_status, record_result, run_missing, variant_seed_keys
 from ..tasks.classification import sentiment_data
+from .base import Piece, Study, size_to_budget, summarise_variants, training_row
 
-__all__ = ["INTRA", "VARIANTS", "build_intra", "match_hidden", "row_redundancy", "lexicon_mass", "run_intra",
-           "intra_status"]
+__all__ = ["INTRA", "VARIANTS", "build_intra", "match_hidden", "matched_hidden", "row_redundancy", "lexicon_mass",
+           "STUDY", "STUDIES"]
 
 #: variant -> (registry name, config fields besides the sizes)
 VARIANTS = {
@@ -58,14 +55,18 @@ def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0, va
     return build(name, cfg)
 
 
-def _count(model) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def match_hidden(variant: str, data, target: int, recipe: dict, variants: dict | None = None) -> int:
-    """The hidden size (a multiple of 4) whose parameter count is closest to ``target``."""
-    return min(range(8, 4 * recipe["hidden_dim"] + 1, 4),
-               key=lambda h: abs(_count(build_intra(variant, data, h, recipe, variants=variants)) - target))
+    """The hidden size (a multiple of 4, up to 4 × the recipe's) whose parameter count is closest to
+    ``target`` (the smallest such size on a tie)."""
+    return size_to_budget(lambda h: build_intra(variant, data, h, recipe, variants=variants), target,
+                          range(8, 4 * recipe["hidden_dim"] + 1, 4), what=variant)
+
+
+def matched_hidden(data, recipe: dict, variants: dict | None = None) -> dict[str, int]:
+    """variant -> its hidden size, matched to the parameter count of ``recipe["reference"]`` at the
+    recipe's hidden size."""
+    target = count_parameters(build_intra(recipe["reference"], data, recipe["hidden_dim"], recipe, variants=variants))
+    return {v: match_hidden(v, data, target, recipe, variants) for v in recipe["variants"]}
 
 
 def row_redundancy(A: torch.Tensor, length: int) -> tuple[float, int]:
@@ -85,16 +86,20 @@ def lexicon_mass(A: torch.Tensor, tokens, lexicon: dict) -> tuple[float, float]:
     return (A[:, :T].mean(dim=0) * in_lexicon).sum().item(), in_lexicon.mean().item()
 
 
-def _run(variant: str, data, recipe: dict, hidden: int, seed: int, device, lexicon: dict) -> dict:
-    setup(seed)
+def _data(recipe: dict, group: str) -> dict:
+    data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
+    return {"data": data, "lexicon": load_vader_lexicon(), "hidden": matched_hidden(data, recipe)}
+
+
+def _run(study: Study, piece: Piece, shared: dict, device):
+    recipe, data, lexicon = study.recipe, shared["data"], shared["lexicon"]
+    variant, seed, hidden = piece.variant, piece.seed, shared["hidden"][piece.variant]
     model = build_intra(variant, data, hidden, recipe, seed).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"],
                   loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None)
     report = data.evaluate(model)
-    row = {"accuracy": report["accuracy"], "valid_accuracy": history.epochs[history.best_epoch - 1]["valid_accuracy"],
-           "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
-           "train_seconds": round(history.seconds, 1), "parameters": _count(model), "hidden_dim": hidden}
+    row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy"), "hidden_dim": hidden}
     if VARIANTS[variant][0] == "self-attentive":
         red = [row_redundancy(a["rows"], len(e.tokens)) for a, e in zip(report["attention"], data.test)]
         mass = [lexicon_mass(a["rows"], e.tokens, lexicon) for a, e in zip(report["attention"], data.test)]
@@ -106,36 +111,17 @@ def _run(variant: str, data, recipe: dict, hidden: int, seed: int, device, lexic
     return row
 
 
-def intra_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    return pieces_status(PartialRuns("intra-attention", INTRA, directory), variant_seed_keys(INTRA))
-
-
-def run_intra(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> dict | None:
-    """Train what is missing (``reverse``: from the last run backwards, for a second process);
-    write and return the record ``intra-attention`` once every run is done (else None)."""
-    recipe, device = INTRA, setup(0)
-    done = PartialRuns("intra-attention", recipe, directory)
-    data = sentiment_data(recipe["corpus"], seed=0, min_freq=recipe["min_freq"])
-    lexicon = load_vader_lexicon()
-    target = _count(build_intra(recipe["reference"], data, recipe["hidden_dim"], recipe))
-    hidden = {v: match_hidden(v, data, target, recipe) for v in recipe["variants"]}
-    runs = run_missing(done, variant_seed_keys(recipe),
-                       lambda v, seed: _run(v, data, recipe, hidden[v], seed, device, lexicon), progress, reverse)
-    if runs is None:
-        return None
-    summary = {}
-    for v in recipe["variants"]:
-        rows = [r for r in runs if r["variant"] == v]
-        cell = {m: mean_sd([r[m] for r in rows]) for m in ("accuracy", "valid_accuracy", "best_epoch", "epochs_run")}
-        for m in ("row_overlap", "distinct_maxima", "lexicon_attention", "lexicon_share"):
-            if m in rows[0]:
-                cell[m] = mean_sd([r[m] for r in rows])
-        cell |= {"parameters": rows[0]["parameters"], "hidden_dim": rows[0]["hidden_dim"],
-                 "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-        summary[v] = cell
+def _summarise(study: Study, runs: list[dict], shared) -> dict:
+    summary = summarise_variants(runs, ("accuracy", "valid_accuracy", "best_epoch", "epochs_run", "row_overlap",
+                                        "distinct_maxima", "lexicon_attention", "lexicon_share"))
+    for v, cell in summary.items():
+        cell["hidden_dim"] = next(r["hidden_dim"] for r in runs if r["variant"] == v)
+    data, lexicon = shared()["data"], shared()["lexicon"]
     data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
                  "vocab": len(data.vocab), "lexicon": len(lexicon)}
-    return record_result("intra-attention", command="python -m attention intra", recipe=recipe,
-                         seeds=recipe["seeds"], metrics={"data": data_info, "summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run")
+    return {"data": data_info, "summary": summary, "runs": runs}
+
+
+STUDY = Study("intra-attention", "intra", "chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines",
+              INTRA, _run, _summarise, data=_data)
+STUDIES = [STUDY]

@@ -1,21 +1,22 @@
-"""Chapter 7's recorded runs, one command for three records:
+"""Chapter 7's recorded runs, one command for three records (three
+:class:`~attention.studies.base.Study` declarations, :data:`STUDIES`):
 
-* ``memory-hops``: end-to-end memory networks with 1, 2 and 3 hops on the generated bAbI-format
-  tasks 1, 2, 3 and 6 (:func:`attention.tasks.qa.babi_data`);
-* ``dmn-passes``: dynamic memory networks with 1, 2 and 3 passes on task 3;
-* ``ntm-copy``: a Neural Turing Machine and an LSTM of about as many parameters trained to copy
-  sequences of 1-10 vectors, then tested on lengths up to 120.
+* ``memory-hops`` (:data:`HOPS_STUDY`): end-to-end memory networks with 1, 2 and 3 hops on the
+  generated bAbI-format tasks 1, 2, 3 and 6 (:func:`attention.tasks.qa.babi_data`);
+* ``dmn-passes`` (:data:`DMN_STUDY`): dynamic memory networks with 1, 2 and 3 passes on task 3;
+* ``ntm-copy`` (:data:`COPY_STUDY`): a Neural Turing Machine and an LSTM of about as many
+  parameters trained to copy sequences of 1-10 vectors, then tested on lengths up to 120.
 
-    python -m attention memory             # every missing run, resumable
-    python -m attention memory --reverse   # the same from the last run backwards (a second process)
+    python -m attention memory             # every missing run of the three, resumable
+    python -m attention memory --workers 2 # the same on two worker processes
     python -m attention memory --status    # the runs done and missing
 
 Every run trains until its validation metric (accuracy; bit accuracy for the copy task) has not
 improved for ``patience`` epochs and keeps its best epoch. MemN2N and DMN runs report test
 accuracy and, for each hop or pass, how often the sentence it weighs most is one of the
 question's supporting facts; copy runs report bit and sequence accuracy for each test length.
-Each finished run is kept in :class:`~attention.results.PartialRuns`; a record is written once
-all of its runs are.
+Each record's rows carry their piece's ``key`` (``"task1/hops2/seed0"``, ``"supervised/passes3/seed1"``,
+``"ntm/seed0"``); a record is written once all of its runs are.
 """
 from __future__ import annotations
 
@@ -25,16 +26,16 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoints import save_checkpoint
 from ..device import setup
 from ..experiments import fit
-from ..models import build
-from ..results import RESULTS_DIR, PartialRuns, load_result, mean_sd, model_path, record_result
+from ..models import build, count_parameters
+from ..results import mean_sd, model_path
 from ..tasks.copy import copy_data
 from ..tasks.qa import babi_data, gate_supervision_loss
+from .base import Piece, Study, summarise_variants, training_row
 
 __all__ = ["MEMORY", "DMN_RUNS", "NTM_RUNS", "PAPER", "build_memn2n", "build_dmn", "build_copy_model",
-           "copy_model_path", "run_memory", "memory_status"]
+           "copy_model_path", "HOPS_STUDY", "DMN_STUDY", "COPY_STUDY", "STUDIES"]
 
 MEMORY = {"tasks": [1, 2, 3, 6], "hops": [1, 2, 3], "seeds": [0, 1, 2], "n_train": 10000, "n_test": 1000,
           "embed_dim": 20, "memory_size": 50, "encoding": "position", "temporal": True, "tying": "adjacent",
@@ -52,33 +53,57 @@ def build_memn2n(data, hops: int, recipe: dict = MEMORY, seed: int = 0):
                                 temporal=recipe["temporal"], tying=recipe["tying"]))
 
 
-def _run(data, hops: int, recipe: dict, seed: int, device) -> dict:
+@functools.lru_cache(maxsize=4)
+def _qa_data(task: int, n_train: int, n_test: int, memory_size: int):
+    """One bAbI-format task, built once per process (MemN2N's and the DMN's task 3 are the same questions)."""
+    return babi_data(task, n_train=n_train, n_test=n_test, memory_size=memory_size)
+
+
+class _QASets:
+    """What the question-answering pieces share: ``sets(task)``, the task's data under ``recipe``."""
+
+    def __init__(self, recipe: dict):
+        self.recipe = recipe
+
+    def __call__(self, task: int):
+        r = self.recipe
+        return _qa_data(task, r["n_train"], r["n_test"], r["memory_size"])
+
+
+def _qa_sets(recipe: dict, group: str) -> _QASets:
+    return _QASets(recipe)
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\d+", text)]
+
+
+def _hops_pieces(recipe: dict) -> list[Piece]:
+    """``task<t>/hops<h>/seed<s>`` (seeds outer); the record's rows carry the key."""
+    return [Piece(f"task{t}/hops{h}/seed{s}", f"task{t}/hops{h}", s, {"key": f"task{t}/hops{h}/seed{s}"})
+            for s in recipe["seeds"] for t in recipe["tasks"] for h in recipe["hops"]]
+
+
+def _run_hops(study: Study, piece: Piece, sets: _QASets, device) -> dict:
+    recipe, seed = study.recipe, piece.seed
+    task, hops = _numbers(piece.variant)
+    data = sets(task)
     setup(seed)
     model = build_memn2n(data, hops, recipe, seed).to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"])
     report = data.evaluate(model)
     return {"accuracy": report["accuracy"], "support_hits": report["support_hits"],
-            "valid_accuracy": history.epochs[history.best_epoch - 1]["valid_accuracy"],
-            "best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
-            "train_seconds": round(history.seconds, 1), "parameters": sum(p.numel() for p in model.parameters())}
+            **training_row(history, model, valid="accuracy")}
 
 
-def _keys(recipe: dict) -> list[str]:
-    return [f"task{t}/hops{h}/seed{s}" for s in recipe["seeds"] for t in recipe["tasks"] for h in recipe["hops"]]
-
-
-def _reuse_if_stopped_early(old: dict, result: dict) -> bool:
+def _reuse_if_stopped_early(recipe: dict, group: str, old: dict, result: dict) -> bool:
     """A piece recorded under a lower epoch cap that stopped early (patience) ran exactly the updates
     it would run under this recipe: reuse it."""
     rest = {k: v for k, v in old.items() if k != "max_epochs"}
-    return (rest == {k: v for k, v in MEMORY.items() if k != "max_epochs"}
-            and old.get("max_epochs", 0) <= MEMORY["max_epochs"]
+    return (rest == {k: v for k, v in recipe.items() if k != "max_epochs"}
+            and old.get("max_epochs", 0) <= recipe["max_epochs"]
             and str(result.get("stopped", "")).startswith("early stopping"))
-
-
-def _store(directory) -> PartialRuns:
-    return PartialRuns("memory-hops", MEMORY, directory, reuse=_reuse_if_stopped_early)
 
 
 #: Dynamic memory networks with 1, 2, 3 passes on task 3 (three supporting facts), trained on the
@@ -122,7 +147,7 @@ def build_copy_model(kind: str, recipe: dict | None = None, seed: int = 0):
     raise ValueError(f"kind must be one of {recipe['models']}; got {kind!r}")
 
 
-def _copy_data(recipe: dict | None = None):
+def _copy_data(recipe: dict | None = None, group: str = ""):
     recipe = recipe or NTM_RUNS
     lo, hi = recipe["train_lengths"]
     return copy_data(bits=recipe["bits"], min_len=lo, max_len=hi, n_train=recipe["n_train"],
@@ -131,19 +156,29 @@ def _copy_data(recipe: dict | None = None):
 
 
 def _train(model, data, recipe: dict, seed: int, device, **options):
+    """Train ``model`` under ``recipe``: the trained model and its row's training part (the
+    validation metric at the best epoch as ``valid``)."""
     setup(seed)
     model = model.to(device)
     history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
                   seed=seed, device=device, progress=False, patience=recipe["patience"], **options)
     return model, {"valid": history.epochs[history.best_epoch - 1][f"valid_{data.metric}"],
-                   "best_epoch": history.best_epoch, "epochs_run": len(history.epochs),
-                   "stopped": history.stopped, "train_seconds": round(history.seconds, 1),
-                   "parameters": sum(p.numel() for p in model.parameters())}
+                   **training_row(history, model)}
 
 
-def _run_dmn(data, arm: str, passes: int, seed: int, device) -> dict:
-    loss = gate_supervision_loss(DMN_RUNS["gate_weight"]) if arm == "supervised" else None
-    model, row = _train(build_dmn(data, passes, DMN_RUNS, seed), data, DMN_RUNS, seed, device, loss=loss)
+def _dmn_pieces(recipe: dict) -> list[Piece]:
+    """``<arm>/passes<p>/seed<s>`` (seeds outer); the record's rows carry the key."""
+    return [Piece(f"{a}/passes{p}/seed{s}", f"{a}/passes{p}", s, {"key": f"{a}/passes{p}/seed{s}"})
+            for s in recipe["seeds"] for a in recipe["arms"] for p in recipe["passes"]]
+
+
+def _run_dmn(study: Study, piece: Piece, sets: _QASets, device) -> dict:
+    recipe = study.recipe
+    arm, passes = piece.variant.split("/")
+    data = sets(recipe["task"])
+    loss = gate_supervision_loss(recipe["gate_weight"]) if arm == "supervised" else None
+    model, row = _train(build_dmn(data, _numbers(passes)[0], recipe, piece.seed), data, recipe, piece.seed, device,
+                        loss=loss)
     report = data.evaluate(model)
     return {"accuracy": report["accuracy"], "support_hits": report["support_hits"], **row}
 
@@ -153,164 +188,93 @@ def copy_model_path(kind: str, directory: str | Path | None = None) -> Path:
     return model_path("ntm-copy", kind, directory)
 
 
-def _run_copy(data, kind: str, seed: int, device, directory=None) -> dict:
-    recipe = NTM_RUNS | ({"max_epochs": NTM_RUNS["ntm_max_epochs"]} if kind == "ntm" else {})  # an NTM epoch is slow
-    model, row = _train(build_copy_model(kind, NTM_RUNS, seed), data, recipe, seed, device, clip=NTM_RUNS["clip"])
-    if seed == 0:
-        path = copy_model_path(kind, directory)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_checkpoint(path, model.cpu(), recipe=NTM_RUNS)
-        model.to(device)
-    lengths = {"test": data.evaluate(model)} | {str(L): data.evaluate(model, length=L)
-                                                  for L in NTM_RUNS["test_lengths"]}
-    return {"by_length": {k: {m: v[m] for m in ("bit_accuracy", "sequence_accuracy")} for k, v in lengths.items()},
-            **row}
+def _copy_pieces(recipe: dict) -> list[Piece]:
+    """``<model>/seed<s>`` (seeds outer); the record's rows carry the key."""
+    return [Piece(f"{m}/seed{s}", m, s, {"key": f"{m}/seed{s}"}) for s in recipe["seeds"] for m in recipe["models"]]
+
+
+def _run_copy(study: Study, piece: Piece, data, device):
+    recipe, kind = study.recipe, piece.variant
+    train = recipe | ({"max_epochs": recipe["ntm_max_epochs"]} if kind == "ntm" else {})  # an NTM epoch is slow
+    model, row = _train(build_copy_model(kind, recipe, piece.seed), data, train, piece.seed, device,
+                        clip=recipe["clip"])
+    lengths = {"test": data.evaluate(model)} | {str(L): data.evaluate(model, length=L) for L in recipe["test_lengths"]}
+    return ({"by_length": {k: {m: v[m] for m in ("bit_accuracy", "sequence_accuracy")} for k, v in lengths.items()},
+             **row}, model)  # seed 0's model is kept (copy_model_path)
 
 
 @functools.lru_cache(maxsize=4)
 def _lstm_parameters(bits: int, hidden: int) -> int:
-    return sum(p.numel() for p in build("copy-lstm", dict(bits=bits, hidden=hidden)).parameters())
+    return count_parameters(build("copy-lstm", dict(bits=bits, hidden=hidden)))
 
 
-def _reuse_copy_run(old: dict, result: dict) -> bool:
+def _reuse_copy_run(recipe: dict, group: str, old: dict, result: dict) -> bool:
     """A copy run recorded before the NTM had its own epoch cap ran exactly the updates it runs now if
     it is an LSTM run (same cap) or stopped early (patience) within the NTM's cap."""
-    if old != {k: v for k, v in NTM_RUNS.items() if k != "ntm_max_epochs"}:
+    if old != {k: v for k, v in recipe.items() if k != "ntm_max_epochs"}:
         return False
-    lstm = result.get("parameters") == _lstm_parameters(NTM_RUNS["bits"], NTM_RUNS["lstm_hidden"])
+    lstm = result.get("parameters") == _lstm_parameters(recipe["bits"], recipe["lstm_hidden"])
     return lstm or (str(result.get("stopped", "")).startswith("early stopping")
-                    and result.get("epochs_run", 10 ** 9) <= NTM_RUNS["ntm_max_epochs"])
+                    and result.get("epochs_run", 10 ** 9) <= recipe["ntm_max_epochs"])
 
 
-def _stores(directory) -> dict[str, PartialRuns]:
-    return {"memory-hops": _store(directory), "dmn-passes": PartialRuns("dmn-passes", DMN_RUNS, directory),
-            "ntm-copy": PartialRuns("ntm-copy", NTM_RUNS, directory, reuse=_reuse_copy_run)}
-
-
-def _all_keys() -> list[tuple[str, str]]:
-    """(record, key) of every run, in the order a forward process takes them."""
-    return ([("memory-hops", k) for k in _keys(MEMORY)]
-            + [("dmn-passes", f"{a}/passes{p}/seed{s}") for s in DMN_RUNS["seeds"] for a in DMN_RUNS["arms"]
-               for p in DMN_RUNS["passes"]]
-            + [("ntm-copy", f"{m}/seed{s}") for s in NTM_RUNS["seeds"] for m in NTM_RUNS["models"]])
-
-
-def memory_status(directory: str | Path | None = None) -> dict[str, list[str]]:
-    stores = _stores(directory)
-    keys = _all_keys()
-    return {"done": [f"{r}: {k}" for r, k in keys if k in stores[r]],
-            "missing": [f"{r}: {k}" for r, k in keys if k not in stores[r]]}
-
-
-def run_memory(directory: str | Path | None = None, progress: bool = False, reverse: bool = False) -> list | None:
-    """Train what is missing (``reverse``: from the last run backwards, for a second process); write
-    each record once all its runs are done. Returns the three records, or None while runs are missing."""
-    device = setup(0)
-    stores = _stores(directory)
-    keys = _all_keys()
-    data = _DataCache()
-    ran: set[str] = set()
-    for record, key in reversed(keys) if reverse else keys:
-        if key in stores[record]:
-            continue
-        ran.add(record)
-        if record == "memory-hops":
-            task, hops, seed = (int(re.sub(r"\D", "", part)) for part in key.split("/"))
-            row = _run(data.qa(task, MEMORY), hops, MEMORY, seed, device)
-        elif record == "dmn-passes":
-            arm, passes, seed = key.split("/")
-            row = _run_dmn(data.qa(DMN_RUNS["task"], DMN_RUNS), arm, int(passes[6:]), int(seed[4:]), device)
-        else:
-            kind, seed = key.split("/")
-            row = _run_copy(data.copy(), kind, int(seed[4:]), device, directory)
-        stores[record].add(key, row)
-        if progress:
-            print(record, key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    if any(k not in stores[r] for r, k in keys):
-        return None
-    writers = {"memory-hops": _record_hops, "dmn-passes": _record_dmn, "ntm-copy": _record_copy}
-    return [writers[name](stores[name], data, directory, device)
-            if name in ran or not (Path(directory or RESULTS_DIR) / f"{name}.json").exists()
-            else load_result(name, directory) for name in writers]  # a record is rewritten only when it grew
-
-
-class _DataCache:
-    """Each data set built once per command: ``qa(task, recipe)`` by what builds it (MemN2N's and the
-    DMN's task 3 are the same questions), ``copy()`` the copy task."""
-
-    def __init__(self):
-        self._sets: dict = {}
-
-    def _get(self, key, make):
-        if key not in self._sets:
-            self._sets[key] = make()
-        return self._sets[key]
-
-    def qa(self, task: int, recipe: dict):
-        key = (task, recipe["n_train"], recipe["n_test"], recipe["memory_size"])
-        return self._get(key, lambda: babi_data(task, n_train=key[1], n_test=key[2], memory_size=key[3]))
-
-    def copy(self):
-        return self._get("copy", _copy_data)
-
+# --- the records --------------------------------------------------------------------------------
 
 def _data_info(d) -> dict:
     return {"train": len(d.train), "valid": len(d.valid), "test": len(d.test), "vocab": len(d.vocab),
             "answers": d.answers}
 
 
-def _qa_cell(rows: list[dict], reads: int) -> dict:
-    """Over seeds: test accuracy, each of the ``reads`` hops' (passes') support hits, best epoch."""
-    return {"accuracy": mean_sd([r["accuracy"] for r in rows]),
-            "support_hits": [mean_sd([r["support_hits"][k] for r in rows]) for k in range(reads)],
-            "best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
-            "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-
-
-def _record_hops(done: PartialRuns, data: _DataCache, directory, device) -> dict:
-    recipe = MEMORY
-    keys = _keys(recipe)
+def _qa_summary(runs: list[dict], cells: list[str]) -> dict:
+    """Per cell (``task1/hops2``, ``supervised/passes3``), over seeds: test accuracy, each hop's (pass's)
+    support hits, best epoch, parameters, whether every run converged."""
+    rows = [{**r, "cell": r["key"].rsplit("/", 1)[0]} for r in runs]
     summary = {}
-    for t in recipe["tasks"]:
-        for h in recipe["hops"]:
-            summary[f"task{t}/hops{h}"] = _qa_cell([done.get(f"task{t}/hops{h}/seed{s}") for s in recipe["seeds"]], h)
-    runs = [{"key": k, **done.get(k)} for k in keys]
-    data_info = {t: _data_info(data.qa(t, recipe)) for t in recipe["tasks"]}
-    return record_result("memory-hops", command="python -m attention memory", recipe=recipe, seeds=recipe["seeds"],
-                         metrics={"data": data_info, "summary": summary, "paper": PAPER, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run; paper = Sukhbaatar et al. "
-                               "(2015), Table 1, on Facebook's bAbI with 1,000 training questions, not ours")
+    for cell, out in summarise_variants(rows, ("accuracy", "best_epoch"), by="cell", values=cells).items():
+        mine = [r for r in rows if r["cell"] == cell]
+        reads = _numbers(cell)[-1]  # the cell's hops (passes)
+        summary[cell] = {"accuracy": out.pop("accuracy"),
+                         "support_hits": [mean_sd([r["support_hits"][k] for r in mine]) for k in range(reads)], **out}
+    return summary
 
 
-def _record_dmn(done: PartialRuns, data: _DataCache, directory, device) -> dict:
-    recipe = DMN_RUNS
+def _summarise_hops(study: Study, runs: list[dict], data) -> dict:
+    recipe, sets = study.recipe, data()
+    summary = _qa_summary(runs, [f"task{t}/hops{h}" for t in recipe["tasks"] for h in recipe["hops"]])
+    return {"data": {t: _data_info(sets(t)) for t in recipe["tasks"]}, "summary": summary, "paper": PAPER,
+            "runs": runs}
+
+
+def _summarise_dmn(study: Study, runs: list[dict], data) -> dict:
+    recipe = study.recipe
+    summary = _qa_summary(runs, [f"{a}/passes{p}" for a in recipe["arms"] for p in recipe["passes"]])
+    return {"data": _data_info(data()(recipe["task"])), "summary": summary, "runs": runs}
+
+
+def _summarise_copy(study: Study, runs: list[dict], data) -> dict:
+    rows = [{**r, "model": r["key"].split("/")[0]} for r in runs]
     summary = {}
-    keys = [f"{a}/passes{p}/seed{s}" for s in recipe["seeds"] for a in recipe["arms"] for p in recipe["passes"]]
-    for a in recipe["arms"]:
-        for p in recipe["passes"]:
-            summary[f"{a}/passes{p}"] = _qa_cell([done.get(f"{a}/passes{p}/seed{s}") for s in recipe["seeds"]], p)
-    runs = [{"key": k, **done.get(k)} for k in keys]
-    return record_result("dmn-passes", command="python -m attention memory", recipe=recipe, seeds=recipe["seeds"],
-                         metrics={"data": _data_info(data.qa(recipe["task"], recipe)), "summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="wall_seconds adds up the training time of every run")
+    for m, out in summarise_variants(rows, ("best_epoch", "train_seconds"), by="model",
+                                     values=study.recipe["models"]).items():
+        mine = [r for r in rows if r["model"] == m]
+        summary[m] = {"by_length": {L: {metric: mean_sd([r["by_length"][L][metric] for r in mine])
+                                        for metric in ("bit_accuracy", "sequence_accuracy")}
+                                    for L in mine[0]["by_length"]}, **out}
+    return {"summary": summary, "runs": runs}
 
 
-def _record_copy(done: PartialRuns, data: _DataCache, directory, device) -> dict:
-    recipe = NTM_RUNS
-    summary = {}
-    for m in recipe["models"]:
-        rows = [done.get(f"{m}/seed{s}") for s in recipe["seeds"]]
-        summary[m] = {
-            "by_length": {L: {metric: mean_sd([r["by_length"][L][metric] for r in rows])
-                              for metric in ("bit_accuracy", "sequence_accuracy")} for L in rows[0]["by_length"]},
-            "best_epoch": mean_sd([r["best_epoch"] for r in rows]), "parameters": rows[0]["parameters"],
-            "train_seconds": mean_sd([r["train_seconds"] for r in rows]),
-            "converged": all(r["best_epoch"] < r["epochs_run"] for r in rows)}
-    runs = [{"key": f"{m}/seed{s}", **done.get(f"{m}/seed{s}")} for s in recipe["seeds"] for m in recipe["models"]]
-    return record_result("ntm-copy", command="python -m attention memory", recipe=recipe, seeds=recipe["seeds"],
-                         metrics={"summary": summary, "runs": runs},
-                         wall_seconds=sum(r["train_seconds"] for r in runs), device=device, directory=directory,
-                         notes="by_length 'test' = the test split (lengths 1-10, as in training); the others: "
-                               "sequences of exactly that length, never seen in training")
+HOPS_STUDY = Study(
+    "memory-hops", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    MEMORY, _run_hops, _summarise_hops, data=_qa_sets, pieces=_hops_pieces, reuse=_reuse_if_stopped_early,
+    notes="wall_seconds adds up the training time of every run; paper = Sukhbaatar et al. (2015), Table 1, on "
+          "Facebook's bAbI with 1,000 training questions, not ours")
+DMN_STUDY = Study(
+    "dmn-passes", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    DMN_RUNS, _run_dmn, _summarise_dmn, data=_qa_sets, pieces=_dmn_pieces)
+COPY_STUDY = Study(
+    "ntm-copy", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    NTM_RUNS, _run_copy, _summarise_copy, data=_copy_data, pieces=_copy_pieces, reuse=_reuse_copy_run,
+    keep=tuple(NTM_RUNS["models"]),
+    notes="by_length 'test' = the test split (lengths 1-10, as in training); the others: sequences of exactly "
+          "that length, never seen in training")
+STUDIES = [HOPS_STUDY, DMN_STUDY, COPY_STUDY]
