@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything, build the website and run every test (README command #2):
-# the package tests (tests/), the notebooks and the browser tests of the built site
+# the linter and the formatter (ruff check, ruff format --check: pyproject.toml), the package tests (tests/), the notebooks and the browser tests of the built site
 # (tests/test_site.py, headless Chromium). The notebooks execute once, in the site
 # build; tests/test_notebook_outputs.py then compares the outputs of their cells
 # tagged nbval-check-output (in _build/jupyter_execute/notebooks/) with the
@@ -17,6 +17,10 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/install.sh"
 cd "$SITE_ROOT"
 install_all --browser
+say "ruff check . && ruff format --check ."
+lint=0
+ruff check . || lint=$?
+ruff format --check . || lint=$?
 export ATTENTION_MODEL_DIR="$SITE_ROOT/_build/model-cache"
 rm -rf "$ATTENTION_MODEL_DIR"
 build_site
@@ -47,5 +51,9 @@ if [ "$rc2" -ne 0 ]; then
     printf 'ERROR: the notebooks executed with CPU kernels %s differ from the committed ones (pytest exit status %s)\n' \
         "$label" "$rc2" >&2
     [ "$rc" -eq 0 ] && rc=$rc2
+fi
+if [ "$lint" -ne 0 ]; then
+    printf 'ERROR: ruff found problems (ruff check --fix . and ruff format . correct most of them)\n' >&2
+    [ "$rc" -eq 0 ] && rc=$lint
 fi
 exit "$rc"

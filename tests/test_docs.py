@@ -236,3 +236,31 @@ def test_docstrings_cite_existing_sections():
     present = set(headings(contributing()))
     broken = [(path, name) for path, name in citations() if name not in present]
     assert not broken, f"these cite sections CONTRIBUTING.md does not have: {broken}"
+
+
+def test_the_readmes_module_table_lists_every_module_of_the_package():
+    """Every top-level module, every subpackage and every module of attention/studies and
+    attention/book appears in README's table of "The package" (a row may list several modules of
+    one folder by their file names after the first path)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## The package"):]
+    section = section[:section.index("\n## ", 5)]
+    rows = [line for line in section.splitlines() if line.startswith("| `attention/")]
+    listed = set()
+    for row in rows:
+        cell = row.split("|")[1]
+        paths = re.findall(r"`(attention/[\w/.]*)`", cell)
+        folder = paths[0].rsplit("/", 1)[0] if paths else ""
+        listed |= set(paths) | {f"{folder}/{name}" for name in re.findall(r"`(\w+\.py)`", cell)}
+    package = ROOT / "attention"
+    expected = {f"attention/{p.name}" for p in package.glob("*.py")}
+    expected |= {f"attention/{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()
+                 and p.name not in ("studies", "book")}
+    expected |= {f"attention/studies/{p.name}" for p in (package / "studies").glob("*.py") if p.name != "__init__.py"}
+    expected |= {f"attention/book/{p.name}" for p in (package / "book").glob("*.py") if p.name != "__init__.py"}
+    expected |= {f"attention/book/{p.name}/" for p in (package / "book").iterdir() if (p / "__init__.py").exists()}
+    expected -= {"attention/__init__.py"}
+    missing = sorted(expected - listed)
+    assert not missing, f"README's module table lacks {missing}"
+    stale = sorted(p for p in listed if not (ROOT / p).exists())
+    assert not stale, f"README's module table names what does not exist: {stale}"

@@ -1,13 +1,17 @@
 """Hierarchical attention (chapter 5): the document corpora, the two-level batches, Yang et al.'s HAN
 and its HN-AVE / HN-MAX baselines, Spearman's correlation, and the recorded run's measures."""
 import dataclasses
+import json
+import shutil
 import subprocess
 
 import pytest
 import torch
 
 from attention import experiments as ex
+from attention import results
 from attention.studies import han as H
+from attention.studies.base import run_study, study_status
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import SOURCES, Vocab
 from attention.data.documents import (VADER_DOCUMENTS, Document, load_pang_lee, load_vader_documents,
@@ -274,3 +278,48 @@ def test_recipe_converges_on_its_validation_accuracy_and_cites_the_paper():
     assert H.HIERARCHICAL["patience"] < H.HIERARCHICAL["max_epochs"] and len(H.HIERARCHICAL["seeds"]) >= 3
     for table in H.PAPER.values():
         assert set(table) == set(H.VARIANTS)
+
+
+# ---------------------------------------------------------------- the recorded run
+
+
+def test_the_study_runs_resumes_and_writes_the_record(tmp_path, monkeypatch):
+    data = tiny_documents()
+    rated = [Document(d.sentences, d.label, {"ratings": [float(i % 3) - 1 for i in range(len(d.sentences))]})
+             for d in data.test]
+    monkeypatch.setattr(H, "document_data", lambda *a, **k: data)
+    monkeypatch.setattr(H, "load_vader_documents", lambda corpus: rated[:12] if corpus == "amazon" else rated)
+    monkeypatch.setattr(H, "load_vader_lexicon", lambda: {"w1": 1.0, "w2": -1.0})
+    study = H.STUDY.with_recipe(seeds=[0, 1], max_epochs=1, embed_dim=8, hidden_dim=4, attention_dim=4,
+                                min_sentences=2, random_draws=3)
+    assert run_study(study, tmp_path, only=["han/*"]) is None  # two pieces of six: no record yet
+    assert study_status(study, tmp_path) == {"done": ["han/seed0", "han/seed1"],
+                                             "missing": ["hn-ave/seed0", "hn-max/seed0", "hn-ave/seed1",
+                                                         "hn-max/seed1"]}
+    record = run_study(study, tmp_path)
+    metrics = record["metrics"]
+    assert list(metrics["summary"]) == list(H.VARIANTS) and metrics["paper"] == H.PAPER
+    han, ave = metrics["summary"]["han"], metrics["summary"]["hn-ave"]
+    assert han["accuracy"]["n"] == 2 and set(han) >= {"amazon_rho", "nyt_rho", "word_lexicon_attention",
+                                                      "amazon_agreement", "valid_accuracy", "converged"}
+    assert "amazon_rho" not in ave and "word_lexicon_share" not in ave and "amazon_agreement" in ave
+    assert not {"seed", "train_seconds", "stopped"} & set(han) and han["parameters"] == metrics["runs"][0]["parameters"]
+    assert set(metrics["baselines"]) == {"amazon", "nyt"} and metrics["baselines"]["nyt"]["random_rho"]["n"] == 3
+    assert metrics["data"]["vader"] == {"amazon": 12, "nyt": len(rated)}
+    assert record["wall_seconds"] == pytest.approx(sum(r["train_seconds"] for r in metrics["runs"]))
+    assert results.load_result("hierarchical-attention", tmp_path)["command"] == "python -m attention han"
+    assert "Yang et al." in record["notes"] and study_status(study, tmp_path)["missing"] == []
+
+
+def test_the_record_regenerates_from_its_rows_alone(tmp_path):
+    """The record's metrics, rebuilt from its own rows (no partial file, nothing trained), are the
+    recorded ones: the study's summary is the one that wrote it."""
+    recorded = results.load_result("hierarchical-attention")
+    shutil.copy(results.RESULTS_DIR / "hierarchical-attention.json", tmp_path)
+    assert study_status(H.STUDY, tmp_path) == {"done": [p.key for p in H.STUDY.pieces(H.HIERARCHICAL)], "missing": []}
+    again = run_study(H.STUDY, tmp_path, write=False)
+    assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(H.HIERARCHICAL))
+    assert again["metrics"] == recorded["metrics"]
+    assert (again["wall_seconds"], again["notes"], again["command"]) == \
+        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hierarchical-attention.json"]  # nothing written

@@ -42,68 +42,134 @@ def test_support_hits_count_the_top_sentence_of_each_hop():
     assert report["support_hits"] == [x / len(data.test) for x in expected]
 
 
-TINY = {"MEMORY": {"tasks": [1], "hops": [1, 2], "seeds": [0, 1], "n_train": 60, "n_test": 20, "max_epochs": 1},
-        "DMN_RUNS": {"passes": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20, "hidden_dim": 8, "gate_dim": 8,
-                     "embed_dim": 8, "max_epochs": 1},
-        "NTM_RUNS": {"seeds": [0], "train_lengths": [1, 3], "n_train": 16, "n_valid": 8, "n_test": 8,
+TINY = {"memory-hops": {"tasks": [1], "hops": [1, 2], "seeds": [0, 1], "n_train": 60, "n_test": 20, "max_epochs": 1},
+        "dmn-passes": {"passes": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20, "hidden_dim": 8, "gate_dim": 8,
+                       "embed_dim": 8, "max_epochs": 1},
+        "ntm-copy": {"seeds": [0], "train_lengths": [1, 3], "n_train": 16, "n_valid": 8, "n_test": 8,
                      "test_lengths": [6], "n_by_length": 4, "memory_slots": 8, "memory_width": 4,
                      "controller_size": 8, "lstm_hidden": 8, "max_epochs": 1}}
 
 
-def _tiny(monkeypatch):
-    for name, changes in TINY.items():
-        monkeypatch.setattr(memory, name, getattr(memory, name) | changes)
+def _tiny() -> list:
+    return [study.with_recipe(**TINY[study.name]) for study in memory.STUDIES]
 
 
-def test_run_memory_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
-    _tiny(monkeypatch)
-    assert len(memory.memory_status(tmp_path)["missing"]) == 4 + 2 * 2 + 2
-    hops, dmn, copy = memory.run_memory(tmp_path)
+def test_the_three_studies_are_one_command_with_three_records():
+    assert [s.name for s in memory.STUDIES] == ["memory-hops", "dmn-passes", "ntm-copy"]
+    assert {s.full_command for s in memory.STUDIES} == {"python -m attention memory"}
+    assert [s.recipe for s in memory.STUDIES] == [memory.MEMORY, memory.DMN_RUNS, memory.NTM_RUNS]
+    keys = [p.key for s in memory.STUDIES for p in s.pieces(s.recipe)]
+    assert len(keys) == len(set(keys)) == 4 * 3 * 3 + 2 * 3 * 3 + 2 * 3
+    assert keys[:2] == ["task1/hops1/seed0", "task1/hops2/seed0"] and "supervised/passes3/seed2" in keys
+
+
+def test_the_memory_studies_resume_and_record_once_every_run_is_done(tmp_path):
+    import dataclasses
+    from attention.checkpoints import load_checkpoint
+    from attention.studies.base import run_study, study_status
+    studies = _tiny()
+    assert [len(study_status(s, tmp_path)["missing"]) for s in studies] == [4, 2 * 2, 2]
+    # a run that stops before its study is done leaves its pieces for the next one
+    assert run_study(studies[0], tmp_path, only=["task1/hops1/*"]) is None
+    assert study_status(studies[0], tmp_path)["missing"] == ["task1/hops2/seed0", "task1/hops2/seed1"]
+    hops, dmn, copy = (run_study(s, tmp_path) for s in studies)
     cell = hops["metrics"]["summary"]["task1/hops2"]
-    assert 0 <= cell["accuracy"]["mean"] <= 1 and len(cell["support_hits"]) == 2
+    assert 0 <= cell["accuracy"]["mean"] <= 1 and len(cell["support_hits"]) == 2 and cell["accuracy"]["n"] == 2
+    assert [r["key"] for r in hops["metrics"]["runs"]] == [p.key for p in studies[0].pieces(studies[0].recipe)]
+    assert set(hops["metrics"]["data"]) == {"1"} and hops["metrics"]["paper"] == memory.PAPER
     passes = dmn["metrics"]["summary"]["supervised/passes2"]
     assert 0 <= passes["accuracy"]["mean"] <= 1 and len(passes["support_hits"]) == 2
+    assert "valid" in dmn["metrics"]["runs"][0] and dmn["notes"] == "wall_seconds adds up the training time of every run"
     ntm = copy["metrics"]["summary"]["ntm"]
     assert set(ntm["by_length"]) == {"test", "6"} and 0 <= ntm["by_length"]["6"]["bit_accuracy"]["mean"] <= 1
     assert copy["metrics"]["summary"]["copy-lstm"]["parameters"] > 0
-    from attention.checkpoints import load_checkpoint
     ntm_seed0, _ = load_checkpoint(memory.copy_model_path("ntm", tmp_path), expect="ntm")
-    assert ntm_seed0.cfg.memory_slots == memory.NTM_RUNS["memory_slots"]
+    assert ntm_seed0.cfg.memory_slots == TINY["ntm-copy"]["memory_slots"]
+    lstm_seed0, _ = load_checkpoint(memory.copy_model_path("copy-lstm", tmp_path), expect="copy-lstm")
+    assert lstm_seed0.cfg.hidden == TINY["ntm-copy"]["lstm_hidden"]
+    assert not memory.model_path("memory-hops", "task1/hops1", tmp_path).exists()  # only the copy models are kept
     for name in ("memory-hops", "dmn-passes", "ntm-copy"):
         assert results.load_result(name, tmp_path)["command"] == "python -m attention memory"
-    assert memory.memory_status(tmp_path)["missing"] == []
-    again = memory.run_memory(tmp_path)
-    assert [r["metrics"]["runs"] for r in again] == [r["metrics"]["runs"] for r in (hops, dmn, copy)]  # nothing retrained
+    assert all(study_status(s, tmp_path)["missing"] == [] for s in studies)
+
+    def untouchable(*args):
+        raise AssertionError("retrained a finished piece")
+
+    again = [run_study(dataclasses.replace(s, run=untouchable), tmp_path) for s in studies]
+    assert [r["metrics"] for r in again] == [r["metrics"] for r in (hops, dmn, copy)]  # nothing retrained
 
 
-def test_a_second_process_takes_the_runs_from_the_end(tmp_path, monkeypatch):
-    _tiny(monkeypatch)
-    store = results.PartialRuns("ntm-copy", memory.NTM_RUNS, tmp_path)
-    calls = []
-    monkeypatch.setattr(memory, "_run_copy", lambda data, kind, seed, device, directory: calls.append(kind) or {"x": 1})
-    monkeypatch.setattr(memory, "_run_dmn", lambda *a: pytest.fail("ran a DMN before the copy runs"))
-    with pytest.raises(pytest.fail.Exception):
-        memory.run_memory(tmp_path, reverse=True)
-    assert calls == ["copy-lstm", "ntm"] and "copy-lstm/seed0" in store and "ntm/seed0" in store
-
-
-@pytest.mark.parametrize("command", ["intra", "han", "nested", "memory"])
-def test_every_resumable_command_reports_its_status(command, tmp_path, capsys):
-    from attention.book import cli
-    assert cli.main([command, "--status", "--results-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("0 runs done, ") and "missing" in out
-
-
-def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path, monkeypatch):
-    small = memory.MEMORY | {"tasks": [1], "hops": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20}
-    store = results.PartialRuns("memory-hops", small | {"max_epochs": 1}, tmp_path)
+def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path):
+    from attention.studies.base import study_status
+    small = {"tasks": [1], "hops": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20}
+    store = results.PartialRuns("memory-hops", memory.MEMORY | small | {"max_epochs": 1}, tmp_path)
     store.add("task1/hops1/seed0", {"stopped": "early stopping: no better validation accuracy for 3 epochs"})
     store.add("task1/hops2/seed0", {"stopped": "max_epochs=1 reached"})
-    monkeypatch.setattr(memory, "MEMORY", small | {"max_epochs": 2})
-    status = memory.memory_status(tmp_path)
-    assert "memory-hops: task1/hops1/seed0" in status["done"]
-    assert "memory-hops: task1/hops2/seed0" in status["missing"]
+    status = study_status(memory.HOPS_STUDY.with_recipe(**small, max_epochs=2), tmp_path)
+    assert status == {"done": ["task1/hops1/seed0"], "missing": ["task1/hops2/seed0"]}
+    # a lower cap than the one recorded reuses nothing; another recipe change neither
+    assert study_status(memory.HOPS_STUDY.with_recipe(**small, max_epochs=0), tmp_path)["done"] == []
+    assert study_status(memory.HOPS_STUDY.with_recipe(**small, max_epochs=2, lr=1e-3), tmp_path)["done"] == []
+
+
+def test_copy_runs_from_before_the_ntm_cap_are_reused_when_they_ran_the_same_updates(tmp_path):
+    from attention.studies.base import study_status
+    small = {"seeds": [0, 1], "bits": 4, "lstm_hidden": 8, "ntm_max_epochs": 5}
+    study = memory.COPY_STUDY.with_recipe(**small)
+    before = {k: v for k, v in study.recipe.items() if k != "ntm_max_epochs"}  # no NTM cap of its own
+    store = results.PartialRuns("ntm-copy", before, tmp_path)
+    lstm = memory._lstm_parameters(4, 8)
+    store.add("copy-lstm/seed0", {"parameters": lstm, "stopped": "max_epochs=300 reached", "epochs_run": 300})
+    store.add("ntm/seed0", {"parameters": lstm + 1, "stopped": "early stopping: no better", "epochs_run": 5})
+    store.add("ntm/seed1", {"parameters": lstm + 1, "stopped": "early stopping: no better", "epochs_run": 6})
+    store.add("copy-lstm/seed1", {"parameters": lstm + 1, "stopped": "max_epochs=300 reached", "epochs_run": 300})
+    assert study_status(study, tmp_path)["done"] == ["ntm/seed0", "copy-lstm/seed0"]
+    other = results.PartialRuns("ntm-copy", before | {"lr": 1.0}, tmp_path / "other")
+    other.add("copy-lstm/seed0", {"parameters": lstm})
+    assert study_status(study, tmp_path / "other")["done"] == []
+
+
+@pytest.mark.parametrize("study", memory.STUDIES, ids=lambda s: s.name)
+def test_each_record_regenerates_from_the_record_alone(study, tmp_path):
+    """The committed record, copied without its partial file: every piece is done, and summarising
+    its rows gives its metrics, wall time and notes again (nothing is trained)."""
+    import json
+    import shutil
+    from attention.studies.base import run_study, study_status
+    shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
+    record = results.load_result(study.name, tmp_path)
+    assert study_status(study, tmp_path) == {"done": [p.key for p in study.pieces(study.recipe)], "missing": []}
+    again = run_study(study, tmp_path, write=False)
+    assert again["metrics"] == record["metrics"]
+    assert (again["wall_seconds"], again.get("notes"), again["recipe"], again["command"]) == \
+        (record["wall_seconds"], record.get("notes"), record["recipe"], record["command"])
+    # ... and a record whose summary does not follow from its rows does not regenerate
+    record["metrics"]["runs"][0]["best_epoch"] += 1
+    (tmp_path / f"{study.name}.json").write_text(json.dumps(record))
+    assert run_study(study, tmp_path, write=False)["metrics"]["summary"] != record["metrics"]["summary"]
+
+
+def test_every_resumable_command_reports_its_status(tmp_path, capsys):
+    """``python -m attention <command> --status`` for every study command: one line per chosen study,
+    ``<record>: 0 runs done, <n> missing``, in an empty results folder."""
+    import re
+    from attention.book import cli
+    from attention.studies.registry import commands
+    for command, studies in commands().items():
+        assert cli.main([command, "--status", "--results-dir", str(tmp_path)]) == 0
+        lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  missing ")]
+        assert lines, command
+        by_name = {s.name: s for s in studies}
+        for line in lines:
+            found = re.fullmatch(r"(\S+): 0 runs done, (\d+) missing", line)
+            assert found and found[1] in by_name, (command, line)
+            study = by_name[found[1]]
+            assert int(found[2]) == len(study.pieces(study.recipe)) > 0, (command, line)
+    assert cli.main(["memory", "--status", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == \
+        ["memory-hops", "dmn-passes", "ntm-copy"]
+    assert out.startswith("memory-hops: 0 runs done, 36 missing\n")
 
 
 def test_batches_carry_the_supporting_slots_in_the_files_order():

@@ -140,8 +140,10 @@ def _comparison_summary(study: Study, runs: list[dict], shared) -> dict:
 # --- the heads sweep -----------------------------------------------------------------------------
 
 def _heads_pieces(recipe: dict) -> list[Piece]:
-    """``"h<heads>/seed<s>"``, seeds outer."""
-    return [Piece(f"h{h}/seed{s}", f"h{h}", s, {"heads": h, "seed": s}) for s in recipe["seeds"] for h in recipe["heads"]]
+    """``"h<heads>/seed<s>"``, from the last seed and the most heads backwards: the order of the
+    record's runs (and of the seeds in its summaries' values)."""
+    return [Piece(f"h{h}/seed{s}", f"h{h}", s, {"heads": h, "seed": s})
+            for s in reversed(recipe["seeds"]) for h in reversed(recipe["heads"])]
 
 
 def _heads_data(recipe: dict, group: str) -> dict:

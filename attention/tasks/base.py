@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 from torch import Tensor, nn
 
-__all__ = ["Task", "fingerprint_tokens"]
+__all__ = ["Task", "fingerprint_tokens", "epoch_seed"]
 
 
 def fingerprint_tokens(*parts) -> str:
@@ -64,3 +64,10 @@ class Task(ABC):
     @abstractmethod
     def fingerprint(self) -> dict:
         """Plain data that changes whenever the examples, the splits or the vocabularies do."""
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of epoch ``epoch``'s batch order in a run seeded ``seed``: every task shuffles its
+    training split with ``random.Random(epoch_seed(seed, epoch))``, so one seed gives one order per
+    epoch, the same for every task."""
+    return seed * 1000 + epoch

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..data import Vocab, load_rotten_tomatoes, load_vader_movie_snippets, split
 from ..data.sentiment import LABELS
 from ..masks import lengths_to_mask
-from .base import Task, fingerprint_tokens
+from .base import Task, epoch_seed, fingerprint_tokens
 
 __all__ = ["Example", "ClassificationBatch", "ClassificationData", "SENTIMENT_CORPORA", "sentiment_data"]
 
@@ -89,7 +89,7 @@ class ClassificationData(Task):
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         order = list(range(len(self.train)))
-        random.Random(seed * 1000 + epoch).shuffle(order)
+        random.Random(epoch_seed(seed, epoch)).shuffle(order)
         return self._batches(self.train, batch_size, order)
 
     def valid_batches(self):

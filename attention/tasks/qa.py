@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..data import Vocab
 from ..data.babi import QA, babi_tasks
-from .base import Task, fingerprint_tokens
+from .base import Task, epoch_seed, fingerprint_tokens
 
 __all__ = ["QABatch", "QAData", "babi_data", "gate_supervision_loss"]
 
@@ -86,7 +86,7 @@ class QAData(Task):
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         order = list(range(len(self.train)))
-        random.Random(seed * 1000 + epoch).shuffle(order)
+        random.Random(epoch_seed(seed, epoch)).shuffle(order)
         return self._batches(self.train, batch_size, order)
 
     def valid_batches(self):

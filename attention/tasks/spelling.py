@@ -36,7 +36,7 @@ from torch import Tensor, nn
 
 from ..data import Vocab, load_ding_de_en, load_hsk, split
 from ..data.spelling import load_codespell, misspellings_of
-from .base import Task, fingerprint_tokens
+from .base import Task, epoch_seed, fingerprint_tokens
 
 __all__ = ["Misspelt", "SpellingBatch", "SpellingData", "spelling_data", "spelling_loss", "split_pairs",
            "misspell"]
@@ -185,7 +185,7 @@ class SpellingData(Task):
         """Shuffled from ``seed`` and ``epoch``, then sorted by length inside pools of 50 batches."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        rng = random.Random(seed * 1000 + epoch)
+        rng = random.Random(epoch_seed(seed, epoch))
         order = list(range(len(self.train)))
         rng.shuffle(order)
         pool = 50 * batch_size

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from ..data import Vocab, split
 from ..data.aspects import TAGS, load_silver_aspects
 from ..masks import lengths_to_mask
-from .base import Task, fingerprint_tokens
+from .base import Task, epoch_seed, fingerprint_tokens
 
 __all__ = ["TaggingBatch", "TaggingData", "KIND_TAGS", "f1_scores", "aspect_data"]
 
@@ -104,7 +104,7 @@ class TaggingData(Task):
         """Shuffled batches of sentences of similar length: the shuffled sentences are cut into
         pools of 50 batches, each pool is sorted by length and cut into batches, and the batches
         are shuffled. Less padding, so the recurrent layers take fewer steps per batch."""
-        rng = random.Random(seed * 1000 + epoch)
+        rng = random.Random(epoch_seed(seed, epoch))
         order = list(range(len(self.train)))
         rng.shuffle(order)
         pool = 50 * batch_size

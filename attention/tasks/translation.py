@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..data import Vocab, batches, collate, load_ding_de_en, load_hsk, make_dates, split
 from ..data.translation import Pair
 from ..metrics import BleuResult, aer, bleu_by_length, corpus_bleu, detokenize
-from .base import Task, fingerprint_tokens
+from .base import Task, epoch_seed, fingerprint_tokens
 
 __all__ = ["TranslationData", "hsk_data", "ding_data", "common_word_pairs", "dates_data", "sequence_loss", "Translated", "translate",
            "join_pairs", "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
@@ -55,7 +55,7 @@ class TranslationData(Task):
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         return batches(self.train, self.src_vocab, self.tgt_vocab, batch_size, shuffle=True,
-                       seed=seed * 1000 + epoch)
+                       seed=epoch_seed(seed, epoch))
 
     def valid_batches(self):
         return batches(self.valid, self.src_vocab, self.tgt_vocab, 128, shuffle=False)
