@@ -11,26 +11,60 @@ TINY = {"seeds": [0], "n_train": 40, "n_valid": 16, "n_test": 16, "max_epochs": 
         "spread_batch": 4}
 
 
-def test_run_captions_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
-    monkeypatch.setattr(captioning, "CAPTIONS", captioning.CAPTIONS | TINY)
-    assert captioning.captions_status(tmp_path)["missing"] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
-    record = captioning.run_captions(tmp_path)
+def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
+    import dataclasses
+    from attention.studies.base import run_study, study_status
+    study = captioning.STUDY.with_recipe(**TINY)
+    assert study_status(study, tmp_path)["missing"] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
+    assert run_study(study, tmp_path, only=["hard/*"]) is None  # a piece at a time, kept as it lands
+    assert study_status(study, tmp_path) == {"done": ["hard/seed0"], "missing": ["soft/seed0", "gumbel/seed0"]}
+    record = run_study(study, tmp_path)
     summary = record["metrics"]["summary"]
-    assert set(summary) == {"soft", "hard", "gumbel"}
+    assert list(summary) == ["soft", "hard", "gumbel"]
     for arm in summary.values():
         for m in ("exact_match", "digit_accuracy", "alignment"):
             assert 0 <= arm[m]["mean"] <= 1
+        assert arm["parameters"] > 0 and isinstance(arm["converged"], bool)
     spread = record["metrics"]["gradient_spread"]
     assert set(spread) == {"hard, baseline", "hard, no baseline", "soft, one batch", "soft, across batches"}
     assert spread["soft, one batch"]["mean_variance"]["mean"] < 1e-10  # deterministic on one batch
     assert spread["hard, no baseline"]["mean_variance"]["mean"] > 0
     assert record["metrics"]["paper"] == captioning.PAPER
+    assert [r["key"] for r in record["metrics"]["runs"]] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
+    assert "gradient_spread" in record["metrics"]["runs"][1] and "gradient_spread" not in record["metrics"]["runs"][0]
     assert results.load_result("soft-hard-captions", tmp_path)["command"] == "python -m attention captions"
-    assert captioning.captions_status(tmp_path)["missing"] == []
+    assert study_status(study, tmp_path)["missing"] == []
     from attention.checkpoints import load_checkpoint
-    hard, _ = load_checkpoint(captioning.captioner_path("hard", tmp_path), expect="show-attend-tell")
-    assert hard.cfg.attention == "hard"
-    assert captioning.run_captions(tmp_path)["metrics"]["runs"] == record["metrics"]["runs"]  # nothing retrained
+    for arm in ("soft", "hard", "gumbel"):
+        model, _ = load_checkpoint(captioning.captioner_path(arm, tmp_path), expect="show-attend-tell")
+        assert model.cfg.attention == arm
+
+    def untouchable(*args):
+        raise AssertionError("retrained a finished piece")
+
+    again = run_study(dataclasses.replace(study, run=untouchable), tmp_path)
+    assert again["metrics"] == record["metrics"]  # nothing retrained
+
+
+def test_the_record_regenerates_from_the_record_alone(tmp_path):
+    """The committed record, copied without its partial file: every piece is done, and summarising
+    its rows gives its metrics, wall time and notes again (nothing is trained)."""
+    import json
+    import shutil
+    from attention.studies.base import run_study, study_status
+    study = captioning.STUDY
+    shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
+    record = results.load_result(study.name, tmp_path)
+    assert study_status(study, tmp_path) == {"done": [f"{a}/seed{s}" for s in (0, 1, 2) for a in ("soft", "hard", "gumbel")],
+                                             "missing": []}
+    again = run_study(study, tmp_path, write=False)
+    assert again["metrics"] == record["metrics"]
+    assert (again["wall_seconds"], again.get("notes"), again["recipe"], again["command"]) == \
+        (record["wall_seconds"], record.get("notes"), record["recipe"], record["command"])
+    # ... and a record whose summary does not follow from its rows does not regenerate
+    record["metrics"]["runs"][1]["gradient_spread"]["hard, baseline"]["mean_variance"] *= 2
+    (tmp_path / f"{study.name}.json").write_text(json.dumps(record))
+    assert run_study(study, tmp_path, write=False)["metrics"]["gradient_spread"] != record["metrics"]["gradient_spread"]
 
 
 def test_chance_alignment_counts_the_cells_that_overlap_each_digit():

@@ -2,8 +2,7 @@
 
 * every ``literalinclude`` of ``book/*.md`` names a file that exists and an object (``:pyobject:``,
   ``Class.method`` resolved with ``ast``) or marker lines (``:start-at:`` ...) found in it;
-* CONTRIBUTING.md's table "Names the book quotes" lists exactly those quotes, with the pages
-  that quote them (no missing row, no stale row);
+* README's table of "The package" lists every module of the package, and nothing that is gone;
 * the sections that docstrings of the package cite (``CONTRIBUTING.md``, "Section") exist.
 """
 import ast
@@ -20,7 +19,6 @@ PAGES = sorted(BOOK.glob("*.md"))
 SECTIONS = ["Package conventions", "Adding a model", "Adding a task", "Adding a chapter",
             "Adding an explorer", "Names the book quotes", "Cached models", "Recorded results", "Data",
             "Tests and CI"]
-TABLE_SECTION = "Names the book quotes"
 
 # A MyST directive fence: ```{literalinclude} path  or  :::{literalinclude} path (3+ marks).
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{literalinclude\}\s+(?P<path>\S+)\s*$")
@@ -150,26 +148,6 @@ def section(text: str, title: str) -> str:
     return text[match.end():end.start() if end else len(text)]
 
 
-def quote_table() -> dict[tuple[str, str], set[str]]:
-    """The table of "Names the book quotes": (file, object) -> the pages listed for it.
-
-    Each row is ``| `file` | `object` ... | pages |``; the first code span of a cell is its value
-    (a row for a quote cut by markers names the start marker first)."""
-    rows = {}
-    for line in section(contributing(), TABLE_SECTION).splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.lstrip().startswith("|") or len(cells) < 3 or set(cells[0]) <= set("-: "):
-            continue
-        spans = [re.findall(r"`([^`]+)`", c) for c in cells[:2]]
-        if not spans[0] or not spans[1]:
-            continue  # the header row
-        pages = set(re.findall(r"book/[\w.-]+\.md", cells[2]))
-        key = (spans[0][0], spans[1][0])
-        assert key not in rows, f"the table lists {key} twice"
-        rows[key] = pages
-    return rows
-
-
 def quoted() -> dict[tuple[str, str], set[str]]:
     """(file, object) -> the book pages that quote it."""
     out: dict[tuple[str, str], set[str]] = {}
@@ -188,25 +166,6 @@ def test_the_book_quotes_code():
 def test_every_quote_names_code_that_exists(include):
     problem = include_problem(include)
     assert problem is None, problem + " -- renaming quoted code breaks the book build (jupyter-book -W)"
-
-
-def test_every_quote_is_listed_in_contributing():
-    table = quote_table()
-    missing = sorted(set(quoted()) - set(table))
-    assert not missing, (f"add these rows to CONTRIBUTING.md, {TABLE_SECTION!r} "
-                         f"(| `file` | `object` | pages |): {missing}")
-
-
-def test_no_stale_rows_in_the_quote_table():
-    stale = sorted(set(quote_table()) - set(quoted()))
-    assert not stale, f"CONTRIBUTING.md, {TABLE_SECTION!r} lists quotes no book page makes: {stale}"
-
-
-def test_the_quote_table_names_the_pages_that_quote():
-    table, book = quote_table(), quoted()
-    wrong = {key: (sorted(table[key]), sorted(pages)) for key, pages in book.items()
-             if key in table and table[key] != pages}
-    assert not wrong, f"CONTRIBUTING.md, {TABLE_SECTION!r}: (listed pages, quoting pages) differ: {wrong}"
 
 
 # --- sections ----------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from ..results import mean_sd
 from ..scores import SCORES, is_content_based
 from .base import Piece, Study, size_to_budget, summarise_variants, training_row
 
-__all__ = ["Variant", "VARIANTS", "REFERENCE", "BUDGETS", "CONVERGED", "PAIR_KEYS", "build_variant", "match_budget",
+__all__ = ["Variant", "VARIANTS", "REFERENCE", "BUDGETS", "BUDGET_ORDER", "CONVERGED", "PAIR_KEYS", "build_variant",
+           "match_budget",
            "exact_match", "converged_variants", "SMALL_STUDY", "TEST_STUDY", "CONVERGED_STUDY",
            "CONVERGED_TEST_STUDY", "STUDIES"]
 
@@ -125,9 +126,21 @@ def _by_name(names) -> list[Variant]:
     return [by_name[n] for n in names]
 
 
+#: the order of a budget's rows: the three baselines, then Luong et al.'s scores, then the others
+BUDGET_ORDER = ("dot", "general", "concat", "location", "scaled_dot", "cosine", "additive")
+
+
 def _budget_pieces(recipe: dict) -> list[Piece]:
-    """One piece per variant (``recipe["variants"]``, a list of names, when given; else all 41), seed 0."""
-    variants = VARIANTS if recipe.get("variants") is None else _by_name(recipe["variants"])
+    """One piece per variant, seed 0: those named in ``recipe["variants"]`` (in that order) when
+    given, else all 41, in :data:`BUDGET_ORDER` (the order of the recorded grid)."""
+    if recipe.get("variants") is not None:
+        variants = _by_name(recipe["variants"])
+    else:
+        def place(v: Variant) -> int:
+            if v.attention is None or v.decoder == "bahdanau":
+                return -1
+            return BUDGET_ORDER.index(v.attention) if v.attention in BUDGET_ORDER else len(BUDGET_ORDER)
+        variants = sorted(VARIANTS, key=place)  # stable: each score's placements keep their order
     return [Piece(f"{v.name}/seed0", v.name, 0, {"variant": v.name}) for v in variants]
 
 
