@@ -35,8 +35,20 @@ from .data.cache import default_cache_dir
 from .device import session_seed
 from .models import build, model_name
 from .results import environment
-from .tasks import (Task, Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
-                    decode_steps, ding_data, forced_attention, hsk_data, join_pairs, translate)
+from .tasks import (
+    Task,
+    Translated,
+    TranslationData,
+    alignment_error_rate,
+    attention_links,
+    dates_data,
+    decode_steps,
+    ding_data,
+    forced_attention,
+    hsk_data,
+    join_pairs,
+    translate,
+)
 from .train import History, LossFn, TrainConfig, train
 
 __all__ = ["fit", "fit_cached", "fit_kept", "load_kept", "kept_path", "KEPT_DIR", "evaluate", "build_model", "cache_key", "package_fingerprint",

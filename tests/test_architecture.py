@@ -21,6 +21,7 @@ from attention.models import (MODELS, ClassifierOutput, LuongConfig, LuongSeq2Se
                               build, model_name, register_model)
 from attention.scores import SCORES, is_content_based
 from attention.tasks import ClassificationData, Example
+from attention.provenance import code_fingerprint, normalised_source
 from attention.train import History
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,17 +240,64 @@ def test_the_cache_key_covers_model_task_vocabulary_recipe_and_code(tmp_path):
     other_vocab = dataclasses.replace(data, tgt_vocab=Vocab(data.tgt_vocab.itos[:4] + data.tgt_vocab.itos[4:][::-1]))
     assert key != ex.cache_key(model, other_vocab, epochs=1)  # the same sizes, other ids
     assert key != ex.cache_key(model, dataclasses.replace(data, train=data.train[:-1]), epochs=1)  # the data
-    # the code: any file of the package, not a hand-picked list
+    # the code: the library's code that decides weights, read for its meaning (tests below)
+    assert ex.package_fingerprint() == code_fingerprint()
+
+
+def _copy_package(tmp_path) -> Path:
     copy = tmp_path / "attention"
-    for path in PACKAGE.rglob("*.py"):
-        if "__pycache__" not in path.parts:
+    for path in PACKAGE.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".tsv", ".json"):
             (copy / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
             (copy / path.relative_to(PACKAGE)).write_bytes(path.read_bytes())
-    assert ex.package_fingerprint(copy) == ex.package_fingerprint()
-    for name in ("local.py", "masks.py", "data/translation.py", "models/luong.py"):
-        before = ex.package_fingerprint(copy)
-        (copy / name).write_text((copy / name).read_text() + "\n# changed\n")
-        assert ex.package_fingerprint(copy) != before, name
+    return copy
+
+
+def _edit_docstring(path: Path) -> None:
+    """Reword the module's docstring and a function's, add a comment and blank lines."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    first = tree.body[0].value.value
+    text = text.replace(first, first + " Reworded for a reader.", 1)
+    function = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and ast.get_docstring(n))
+    doc = ast.get_docstring(function, clean=False)
+    text = text.replace(doc, doc.replace(" ", "  ", 1), 1)
+    path.write_text(text + "\n\n# a comment\n")
+
+
+def test_editing_docstrings_comments_or_the_book_keeps_every_cached_model(tmp_path):
+    copy = _copy_package(tmp_path)
+    assert code_fingerprint(copy) == code_fingerprint()
+    for name in ("models/luong.py", "train.py", "tasks/translation.py", "layers.py"):
+        _edit_docstring(copy / name)
+    for name in ("viz.py", "widgets.py", "studies/base.py", "book/cli.py"):  # presentation and the book
+        (copy / name).write_text((copy / name).read_text() + "\nCHANGED = 1\n")
+    assert code_fingerprint(copy) == code_fingerprint()
+    # end to end: the cache key computed by the edited copy of the package is this one's
+    code = ("import json, sys; from attention import experiments as ex; data = ex.dates_data(n=60); "
+            "print(ex.cache_key(ex.build_model(data, embed_dim=8, hidden_dim=8), data, epochs=1))")
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True,
+                           env={**os.environ, "PYTHONPATH": str(tmp_path)}).stdout
+    assert here.strip() and here == there
+    # and the edited copy is what ran there
+    check = subprocess.run([sys.executable, "-c", "import attention; print(attention.__file__)"], capture_output=True,
+                           text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=True)
+    assert check.stdout.startswith(str(copy))
+
+
+def test_any_change_of_code_that_decides_weights_retrains(tmp_path):
+    copy = _copy_package(tmp_path)
+    for name in ("local.py", "masks.py", "data/translation.py", "models/luong.py", "tasks/base.py"):
+        before = code_fingerprint(copy)
+        (copy / name).write_text((copy / name).read_text() + "\n_CHANGED = 1\n")
+        assert code_fingerprint(copy) != before, name
+    before = code_fingerprint(copy)
+    text = (copy / "functional.py").read_text()
+    (copy / "functional.py").write_text(text.replace("-inf", "-1e9", 1) if "-inf" in text else text + "\nX = 2\n")
+    assert code_fingerprint(copy) != before
+    assert normalised_source("x = 1  # one\n") == normalised_source('"""doc"""\nx = (\n    1\n)\n')
+    assert normalised_source("x = 1\n") != normalised_source("x = 2\n")
 
 
 # --- the results registry ---------------------------------------------------------------------

@@ -19,9 +19,10 @@ import torch
 from test_data import _ar, _tar_gz
 
 import attention.addressing as ntm
-from attention import bleu, checkpoints, metrics, widgets
+from attention import bleu, checkpoints, metrics
 from attention.studies import memory
 from attention.book import webexport
+from attention.book.chapters import ch07
 from attention import experiments as ex
 from attention.checkpoints import CheckpointError, load_checkpoint
 from attention.data import cache
@@ -139,7 +140,7 @@ def test_a_shift_kernel_must_be_a_distribution():
 
 
 def test_the_addressing_explorer_shifts_by_a_distribution():
-    e = widgets.addressing_explorer(mode="live", shift=1)  # drew with a kernel summing to 1.1 before
+    e = ch07.addressing_explorer(mode="live", shift=1)  # drew with a kernel summing to 1.1 before
     assert e.image.value
 
 

@@ -3,7 +3,6 @@ import pytest
 import torch
 
 from attention import results
-
 from attention.studies import captioning
 from attention.tasks.captions import digit_captions
 
@@ -13,6 +12,7 @@ TINY = {"seeds": [0], "n_train": 40, "n_valid": 16, "n_test": 16, "max_epochs": 
 
 def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     import dataclasses
+
     from attention.studies.base import run_study, study_status
     study = captioning.STUDY.with_recipe(**TINY)
     assert study_status(study, tmp_path)["missing"] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
@@ -51,6 +51,7 @@ def test_the_record_regenerates_from_the_record_alone(tmp_path):
     its rows gives its metrics, wall time and notes again (nothing is trained)."""
     import json
     import shutil
+
     from attention.studies.base import run_study, study_status
     study = captioning.STUDY
     shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
@@ -87,7 +88,7 @@ def test_build_captioner_uses_the_tasks_vocabulary():
 
 
 def test_the_figures_of_chapter_8_draw_and_refuse_bad_shapes():
-    from attention.viz import canvases_figure, glimpse_figure
+    from attention.book.chapters.ch08 import canvases_figure, glimpse_figure
     data = digit_captions(n_train=4, n_valid=2, n_test=3)
     images = torch.stack([e.image for e in data.test])
     fig = canvases_figure(images, [["one", "two", "three"]] * 3, [e.boxes for e in data.test], grid=(2, 5))

@@ -1,9 +1,8 @@
 """Chapter 11: the closing table reads every mechanism's best result from the leaderboard."""
 import pytest
 
-from attention import viz, widgets
-
 from attention.book import closing, leaderboard
+from attention.book.chapters import ch11
 
 
 def test_every_mechanism_maps_to_a_family_and_a_recorded_result():
@@ -29,7 +28,7 @@ def test_a_stale_mapping_is_an_error(monkeypatch):
 
 def test_results_explorer_has_one_frame_per_record():
     rows = leaderboard.leaderboard()
-    e = widgets.results_explorer(rows, mode="static")
+    e = ch11.results_explorer(rows, mode="static")
     assert e.frames == len({r["record"] for r in rows})
     with pytest.raises(ValueError, match="at least one row"):
-        viz.results_figure([])
+        ch11.results_figure([])

@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from attention import explain as fa
+from attention.data import Vocab
 from attention.models import AttentionPooling, AttentionPoolingConfig
 from attention.tasks import ClassificationData, Example
-from attention.data import Vocab
 
 
 def model_and_batch(device, pool="scalar"):
@@ -110,20 +110,49 @@ def test_perturbation_report_on_a_tiny_set():
 def test_run_faithfulness_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
     from attention import results
     from attention.studies import faithfulness as evaluation
+    from attention.studies.base import run_study, study_status
     from attention.tasks import sentiment_data
 
     full = sentiment_data("vader")
     small = type(full)(full.name, full.train[:60], full.valid[:20], full.test[:20], full.vocab, full.labels, full.seed)
     monkeypatch.setattr(evaluation, "sentiment_data", lambda *a, **k: small)
-    monkeypatch.setattr(evaluation, "FAITHFULNESS", evaluation.FAITHFULNESS | {
-        "seeds": [0], "max_epochs": 1, "hidden_dim": 8, "embed_dim": 8, "attention_dim": 8})
-    assert evaluation.faithfulness_status(tmp_path)["done"] == []
-    record = evaluation.run_faithfulness(tmp_path)
+    study = evaluation.STUDY.with_recipe(seeds=[0], max_epochs=1, hidden_dim=8, embed_dim=8, attention_dim=8)
+    assert study_status(study, tmp_path) == {"done": [], "missing": ["scalar/seed0", "features/seed0"]}
+    assert run_study(study, tmp_path, only=["features/*"]) is None  # one piece of two: no record yet
+    assert study_status(study, tmp_path)["done"] == ["features/seed0"]
+    record = run_study(study, tmp_path)
     cell = record["metrics"]["summary"]["features"]
     assert set(cell) >= {"permuted", "uniform", "without top", "adversarial", "attention_vs_gradient", "accuracy"}
     assert cell["adversarial"]["tvd"]["mean"] <= evaluation.FAITHFULNESS["eps"] + 1e-6
+    assert record["metrics"]["data"] == {"name": small.name, "train": 60, "valid": 20, "test": 20}
     assert results.load_result("faithfulness", tmp_path)["command"] == "python -m attention faithfulness"
-    assert evaluation.faithfulness_status(tmp_path)["missing"] == []
+    assert "measurements are not in it" in record["notes"]
+    # seed 0's scalar classifier is kept under its old name (chapter 10's notebook loads it); the other is not
+    assert results.model_path("faithfulness", "scalar", tmp_path).exists()
+    assert not results.model_path("faithfulness", "features", tmp_path).exists()
+    assert study_status(study, tmp_path)["missing"] == []
+
+
+def test_the_recorded_run_regenerates_from_its_rows_alone(tmp_path):
+    """The record's metrics, rebuilt from its own rows (no partial file, nothing trained), are the
+    recorded ones: the study's summary is the one that wrote it."""
+    import json
+    import shutil
+
+    from attention import results
+    from attention.studies import faithfulness as evaluation
+    from attention.studies.base import run_study, study_status
+
+    recorded = results.load_result("faithfulness")
+    shutil.copy(results.RESULTS_DIR / "faithfulness.json", tmp_path)
+    assert study_status(evaluation.STUDY, tmp_path) == {
+        "done": [p.key for p in evaluation.STUDY.pieces(evaluation.FAITHFULNESS)], "missing": []}
+    again = run_study(evaluation.STUDY, tmp_path, write=False)
+    assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(evaluation.FAITHFULNESS))
+    assert again["metrics"] == recorded["metrics"]
+    assert (again["wall_seconds"], again["notes"], again["command"]) == \
+        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faithfulness.json"]  # nothing written
 
 
 def test_the_rederived_decoder_step_is_the_models_own_and_the_transforms_matter():

@@ -1,14 +1,19 @@
 """Multi-dimensional (feature-wise) attention (chapter 4): the layer, the sentence classifier that
 pools with it, and the recorded comparison with scalar attention and mean pooling."""
+import json
+import shutil
+
 import pytest
 import torch
 
 from attention import experiments as ex
 from attention import results
-from attention.studies import multidim
 from attention.data import Vocab
 from attention.layers import MultiDimensionalAttention
-from attention.models import AttentionPooling, AttentionPoolingConfig, build, model_name
+from attention.models import AttentionPooling, AttentionPoolingConfig, build, count_parameters, model_name
+from attention.studies import multidim
+from attention.studies.base import run_study, study_status
+from attention.studies.intra import build_intra, match_hidden, matched_hidden
 from attention.tasks import ClassificationData, Example, sentiment_data
 
 
@@ -125,11 +130,12 @@ def test_feature_spread_by_hand():
 def test_variants_are_sized_to_the_reference():
     data = sentiment_data("vader")
     recipe = multidim.MULTIDIM | {"hidden_dim": 16, "attention_dim": 16}
-    build_ = multidim.build_intra
-    target = sum(p.numel() for p in build_("features", data, 16, recipe, variants=multidim.VARIANTS).parameters())
+    target = count_parameters(build_intra("features", data, 16, recipe, variants=multidim.VARIANTS))
+    hidden = matched_hidden(data, recipe, multidim.VARIANTS)
+    assert set(hidden) == set(multidim.VARIANTS) and hidden["features"] == 16  # the reference keeps its size
     for v in multidim.VARIANTS:
-        h = multidim.match_hidden(v, data, target, recipe, variants=multidim.VARIANTS)
-        got = sum(p.numel() for p in build_(v, data, h, recipe, variants=multidim.VARIANTS).parameters())
+        assert hidden[v] == match_hidden(v, data, target, recipe, variants=multidim.VARIANTS)
+        got = count_parameters(build_intra(v, data, hidden[v], recipe, variants=multidim.VARIANTS))
         assert abs(got - target) < 0.02 * target, (v, got, target)
 
 
@@ -137,17 +143,38 @@ def test_run_multidim_resumes_and_records_once_every_run_is_done(tmp_path, monke
     full = sentiment_data("vader")
     small = type(full)(full.name, full.train[:60], full.valid[:20], full.test[:20], full.vocab, full.labels, full.seed)
     monkeypatch.setattr(multidim, "sentiment_data", lambda *a, **k: small)
-    monkeypatch.setattr(multidim, "MULTIDIM", multidim.MULTIDIM | {
-        "seeds": [0], "variants": ["features", "mean"], "max_epochs": 1, "hidden_dim": 8, "embed_dim": 8,
-        "attention_dim": 8})
-    assert multidim.multidim_status(tmp_path)["done"] == []
-    record = multidim.run_multidim(tmp_path)
+    study = multidim.STUDY.with_recipe(seeds=[0, 1], variants=["features", "mean"], max_epochs=1, hidden_dim=8,
+                                       embed_dim=8, attention_dim=8)
+    assert study_status(study, tmp_path)["done"] == []
+    assert run_study(study, tmp_path, only=["*/seed1"]) is None  # seed 1 only: no record, no kept model yet
+    assert study_status(study, tmp_path)["done"] == ["features/seed1", "mean/seed1"]
+    assert not results.model_path("multidim-attention", "features", tmp_path).exists()
+    record = run_study(study, tmp_path)
     cell = record["metrics"]["summary"]["features"]
     assert 1 <= cell["distinct_maxima"]["mean"] <= 16 and 0 < cell["peak_weight"]["mean"] <= 1
+    assert cell["hidden_dim"] == 8 and cell["accuracy"]["n"] == 2
     assert "distinct_maxima" not in record["metrics"]["summary"]["mean"]
     assert results.load_result("multidim-attention", tmp_path)["command"] == "python -m attention multidim"
+    # seed 0's features model is kept under its old name; the mean pooling is not
     assert results.model_path("multidim-attention", "features", tmp_path).exists()
-    assert multidim.multidim_status(tmp_path)["missing"] == []
+    assert not results.model_path("multidim-attention", "mean", tmp_path).exists()
+    assert study_status(study, tmp_path)["missing"] == []
+
+
+def test_the_record_regenerates_from_its_rows_alone(tmp_path):
+    """The record's metrics, rebuilt from its own rows (no partial file, nothing trained), are the
+    recorded ones: the study's summary is the one that wrote it."""
+    recorded = results.load_result("multidim-attention")
+    shutil.copy(results.RESULTS_DIR / "multidim-attention.json", tmp_path)
+    assert study_status(multidim.STUDY, tmp_path) == {
+        "done": [p.key for p in multidim.STUDY.pieces(multidim.MULTIDIM)], "missing": []}
+    again = run_study(multidim.STUDY, tmp_path, write=False)
+    assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(multidim.MULTIDIM))
+    assert again["metrics"] == recorded["metrics"]
+    assert (again["wall_seconds"], again["notes"], again["command"]) == \
+        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["multidim-attention.json"]  # nothing written
+    assert multidim.STUDY.model_path("features") == results.model_path("multidim-attention", "features")
 
 
 def test_the_recorded_comparison_is_complete_and_converged():

@@ -7,20 +7,25 @@ import subprocess
 
 import pytest
 import torch
+from conftest import load_or_skip
 
 from attention import experiments as ex
 from attention import results
-from attention.studies import han as H
-from attention.studies.base import run_study, study_status
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import SOURCES, Vocab
-from attention.data.documents import (VADER_DOCUMENTS, Document, load_pang_lee, load_vader_documents,
-                                      parse_pang_lee, parse_vader_documents)
+from attention.data.documents import (
+    VADER_DOCUMENTS,
+    Document,
+    load_pang_lee,
+    load_vader_documents,
+    parse_pang_lee,
+    parse_vader_documents,
+)
 from attention.metrics import ranks, spearman
 from attention.models import HANClassifier, HANConfig, build, model_name
+from attention.studies import han as H
+from attention.studies.base import run_study, study_status
 from attention.tasks.documents import DocumentData, document_data, documents_batch
-
-from conftest import load_or_skip
 
 V, C = 30, 2
 

@@ -9,9 +9,19 @@ import torch.nn.functional as F
 from attention import experiments as ex
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import Vocab
-from attention.models import (MODELS, BiLSTMPooling, LSTMNClassifier, LSTMNConfig, PoolingClassifierConfig,
-                              SelfAttentiveClassifier, SelfAttentiveConfig, build, model_name, penalized_loss,
-                              penalty)
+from attention.models import (
+    MODELS,
+    BiLSTMPooling,
+    LSTMNClassifier,
+    LSTMNConfig,
+    PoolingClassifierConfig,
+    SelfAttentiveClassifier,
+    SelfAttentiveConfig,
+    build,
+    model_name,
+    penalized_loss,
+    penalty,
+)
 from attention.tasks import ClassificationBatch, ClassificationData, Example
 
 V, C = 20, 3

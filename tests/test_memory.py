@@ -3,10 +3,9 @@ import pytest
 import torch
 
 from attention import results
-
-from attention.studies import memory
 from attention.data.babi import QA
 from attention.models import MemN2N, MemN2NConfig
+from attention.studies import memory
 from attention.tasks.qa import babi_data
 
 
@@ -65,6 +64,7 @@ def test_the_three_studies_are_one_command_with_three_records():
 
 def test_the_memory_studies_resume_and_record_once_every_run_is_done(tmp_path):
     import dataclasses
+
     from attention.checkpoints import load_checkpoint
     from attention.studies.base import run_study, study_status
     studies = _tiny()
@@ -135,6 +135,7 @@ def test_each_record_regenerates_from_the_record_alone(study, tmp_path):
     its rows gives its metrics, wall time and notes again (nothing is trained)."""
     import json
     import shutil
+
     from attention.studies.base import run_study, study_status
     shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
     record = results.load_result(study.name, tmp_path)
@@ -153,6 +154,7 @@ def test_every_resumable_command_reports_its_status(tmp_path, capsys):
     """``python -m attention <command> --status`` for every study command: one line per chosen study,
     ``<record>: 0 runs done, <n> missing``, in an empty results folder."""
     import re
+
     from attention.book import cli
     from attention.studies.registry import commands
     for command, studies in commands().items():

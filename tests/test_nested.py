@@ -4,18 +4,21 @@
 The model tests run on a toy task made here; the ``real`` tests read codespell's wheel and the
 translation corpora through the cache (skipped when offline and not cached).
 """
+import dataclasses
+import json
+import shutil
 import subprocess
 
 import pytest
 import torch
 
 from attention import results
-
-from attention.studies import nested
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.data import Vocab
 from attention.data.spelling import is_plain_word, load_codespell, misspellings_of, parse_codespell
 from attention.models.nested import NestedConfig, NestedSeq2Seq
+from attention.studies import nested
+from attention.studies.base import run_study, study_status
 from attention.tasks.spelling import Misspelt, SpellingData, spelling_data, spelling_loss, split_pairs
 
 CODESPELL_TXT = ("teh->the\n"
@@ -265,30 +268,47 @@ def test_checkpoint_round_trip(device, tmp_path):
 # ---------------------------------------------------------------- the recorded run
 
 
-def test_run_nested_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
+def test_run_nested_resumes_and_records_once_every_run_is_done(tmp_path):
     data = toy_data()
-    monkeypatch.setattr(nested, "_data", lambda recipe: data)
-    monkeypatch.setattr(nested, "NESTED", nested.NESTED | {"seeds": [0, 1], "max_epochs": 2, "embed_dim": 8,
-                                                           "hidden_dim": 8, "char_embed_dim": 4, "char_hidden_dim": 8})
-    assert len(nested.nested_status(tmp_path)["missing"]) == 4
-    real_run, calls = nested._run, []
+    study = dataclasses.replace(nested.STUDY, data=lambda recipe, group: data).with_recipe(
+        seeds=[0, 1], max_epochs=2, embed_dim=8, hidden_dim=8, char_embed_dim=4, char_hidden_dim=8)
+    assert len(study_status(study, tmp_path)["missing"]) == 4
+    calls = []
 
-    def stop_after_one(*args, **kwargs):
+    def stop_after_one(study_, piece, data_, device):
         if calls:
             raise KeyboardInterrupt  # the run is interrupted during its second piece
-        calls.append(args[0])
-        return real_run(*args, **kwargs)
+        calls.append(piece.key)
+        return nested.STUDY.run(study_, piece, data_, device)
 
-    monkeypatch.setattr(nested, "_run", stop_after_one)
     with pytest.raises(KeyboardInterrupt):
-        nested.run_nested(tmp_path)
-    assert nested.nested_status(tmp_path)["done"] == ["word/seed0"]
+        run_study(dataclasses.replace(study, run=stop_after_one), tmp_path)
+    assert study_status(study, tmp_path)["done"] == ["word/seed0"]
     assert not (tmp_path / "nested-spelling.json").exists()  # no record before every piece is done
-    monkeypatch.setattr(nested, "_run", lambda *a, **k: calls.append(a[0]) or real_run(*a, **k))
-    record = nested.run_nested(tmp_path)
-    assert calls == ["word", "word+char", "word", "word+char"]  # word/seed0 was not rerun
+    counted = dataclasses.replace(study, run=lambda s, p, d, dev: calls.append(p.key) or nested.STUDY.run(s, p, d, dev))
+    record = run_study(counted, tmp_path)
+    assert calls == ["word/seed0", "word+char/seed0", "word/seed1", "word+char/seed1"]  # word/seed0 was not rerun
     summary = record["metrics"]["summary"]
     assert set(summary) == {"word", "word+char"} and summary["word+char"]["accuracy"]["n"] == 2
+    assert summary["word+char"]["parameters"]["n"] == 2 and set(summary["word"]) == set(nested.METRICS) | {
+        "parameters", "converged"}
+    assert summary["word+char"]["parameters"]["mean"] > summary["word"]["parameters"]["mean"]
     assert all(0 <= r["accuracy"] <= 1 and 1 <= r["best_epoch"] <= 2 for r in record["metrics"]["runs"])
-    assert results.load_result("nested-spelling", tmp_path)["command"].startswith("python -m attention ")
-    assert nested.nested_status(tmp_path)["missing"] == []
+    assert record["metrics"]["data"]["test_words"] == record["metrics"]["runs"][0]["n_words"]
+    assert results.load_result("nested-spelling", tmp_path)["command"] == "python -m attention nested"
+    assert study_status(study, tmp_path)["missing"] == []
+
+
+def test_the_record_regenerates_from_its_rows_alone(tmp_path):
+    """The record's metrics, rebuilt from its own rows (no partial file, nothing trained), are the
+    recorded ones: the study's summary is the one that wrote it."""
+    recorded = results.load_result("nested-spelling")
+    shutil.copy(results.RESULTS_DIR / "nested-spelling.json", tmp_path)
+    assert study_status(nested.STUDY, tmp_path) == {"done": [p.key for p in nested.STUDY.pieces(nested.NESTED)],
+                                                    "missing": []}
+    again = run_study(nested.STUDY, tmp_path, write=False)
+    assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(nested.NESTED))
+    assert again["metrics"] == recorded["metrics"]
+    assert (again["wall_seconds"], again["notes"], again["command"]) == \
+        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nested-spelling.json"]  # nothing written

@@ -219,7 +219,7 @@ def test_copy_lstm_matches_the_ntm_in_size_and_overfits_a_tiny_set(device):
 
 
 def test_the_heads_figure_draws_four_panels_and_refuses_mismatched_times():
-    from attention.viz import ntm_heads_figure
+    from attention.book.chapters.ch07 import ntm_heads_figure
     model = NTM(NTMConfig(**SMALL))
     batch = copy_batch(random_sequences(1, 4, 5, 5, seed=1))
     out = model(batch.inputs)

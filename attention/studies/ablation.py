@@ -30,8 +30,7 @@ from ..scores import SCORES, is_content_based
 from .base import Piece, Study, size_to_budget, summarise_variants, training_row
 
 __all__ = ["Variant", "VARIANTS", "REFERENCE", "BUDGETS", "BUDGET_ORDER", "CONVERGED", "PAIR_KEYS", "build_variant",
-           "match_budget",
-           "exact_match", "converged_variants", "SMALL_STUDY", "TEST_STUDY", "CONVERGED_STUDY",
+           "match_budget", "exact_match", "converged_variants", "SMALL_STUDY", "TEST_STUDY", "CONVERGED_STUDY",
            "CONVERGED_TEST_STUDY", "STUDIES"]
 
 SCORE_NAMES = list(SCORES)  # every score of chapter 4

@@ -25,7 +25,7 @@ from ..results import mean_sd
 from ..tasks.tagging import KIND_TAGS, aspect_data
 from .base import Piece, Study, summarise_variants, training_row
 
-__all__ = ["COUPLED", "PAPER", "VARIANTS", "build_tagger", "attention_on_terms", "STUDY"]
+__all__ = ["COUPLED", "PAPER", "VARIANTS", "build_tagger", "attention_on_terms", "STUDY", "STUDIES"]
 
 #: variant -> CMLA config fields
 VARIANTS = {
@@ -106,3 +106,4 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
 
 STUDY = Study("coupled-attention", "coupled", "chapter 4: coupled multi-layer attention for aspect and opinion terms",
               COUPLED, _run, _summarise, data=_data, keep=("coupled-2",))
+STUDIES = [STUDY]

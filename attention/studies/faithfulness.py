@@ -22,7 +22,8 @@ from ..results import mean_sd
 from ..tasks.classification import sentiment_data
 from .base import Piece, Study, summarise_variants
 from .intra import build_intra
-from .multidim import MULTIDIM, VARIANTS as MULTIDIM_VARIANTS
+from .multidim import MULTIDIM
+from .multidim import VARIANTS as MULTIDIM_VARIANTS
 
 __all__ = ["FAITHFULNESS", "PERTURBATIONS", "train_classifier", "STUDY", "STUDIES"]
 

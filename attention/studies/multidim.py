@@ -21,7 +21,7 @@ import torch
 from ..experiments import fit
 from ..tasks.classification import sentiment_data
 from .base import Piece, Study, summarise_variants, training_row
-from .intra import build_intra, match_hidden, matched_hidden
+from .intra import build_intra, matched_hidden
 
 __all__ = ["MULTIDIM", "PAPER", "VARIANTS", "feature_spread", "STUDY", "STUDIES"]
 

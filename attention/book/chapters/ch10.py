@@ -1,0 +1,59 @@
+"""Chapter 10, do the weights explain the decision? (``notebooks/10-evaluation.ipynb``): the faithfulness
+explorer (the model's own weights against permuted, uniform, without-top and adversarial ones)."""
+from __future__ import annotations
+
+import torch
+
+from ...explain import adversarial, logits_with_weights, permuted, uniform, without_top
+from ...viz import attention_rows_figure
+from ...widgets import Explorer, explorer, register_explorer
+from .common import _demo_features, _short_sentences
+
+__all__ = ["WEIGHT_VARIANTS", "faithfulness_explorer"]
+
+
+#: what the faithfulness explorer puts in place of the model's attention
+WEIGHT_VARIANTS = ["the model's own", "permuted", "uniform", "without top", "adversarial"]
+
+
+@register_explorer("faithfulness")
+def faithfulness_explorer(model=None, data=None, sentences=None, eps: float = 0.01, mode: str = "auto") -> Explorer:
+    """Chapter 10: pick a sentence and a set of weights -- the model's own attention, the same
+    weights permuted over the words, uniform weights, the weights without their largest entry, or
+    adversarial weights as different as possible whose output stays within ``eps`` -- and see the
+    weights (averaged over the features) above all five, with the probability of the positive class
+    that the classifier gives with them (:mod:`attention.explain`). The static page holds
+    sentences × 5 frames.
+
+    Args:
+        model, data: a trained :class:`~attention.models.featurewise.AttentionPooling` and its
+            :class:`~attention.tasks.ClassificationData`; without them, an untrained demo model.
+        sentences: the examples offered (default: the first three test sentences of 5 to 12 words).
+    """
+    if model is None:
+        model, data = _demo_features()
+    sentences = list(sentences if sentences is not None else _short_sentences(data.test))
+    model.eval()
+    device = next(model.parameters()).device
+    frames = {}
+    for e in sentences:
+        batch = data.collate([e]).to(device)
+        tokens, lengths = batch.tokens, batch.lengths
+        with torch.no_grad():
+            own = model(tokens, lengths).attention["features"]  # (1, T, F)
+        variants = {"the model's own": own, "permuted": permuted(own, lengths, torch.Generator().manual_seed(0)),
+                    "uniform": uniform(own, lengths), "without top": without_top(own, lengths),
+                    "adversarial": adversarial(model, tokens, lengths, own, eps)}
+        with torch.no_grad():
+            positive = {k: torch.softmax(logits_with_weights(model, tokens, lengths, w), -1)[0, -1].item()
+                        for k, w in variants.items()}
+        rows = torch.stack([w[0].mean(-1).cpu() for w in variants.values()])  # (5, T)
+        frames[" ".join(e.tokens)] = (list(e.tokens), rows, positive)
+
+    def draw(sentence: str = next(iter(frames)), weights: str = WEIGHT_VARIANTS[0]):
+        tokens, rows, positive = frames[sentence]
+        title = f"P({data.labels[-1]}) = {positive[weights]:.3f}\n(own weights: {positive[WEIGHT_VARIANTS[0]]:.3f})"
+        return attention_rows_figure(tokens, rows, WEIGHT_VARIANTS.index(weights) + 1, row_labels=WEIGHT_VARIANTS,
+                                     title=title)
+
+    return explorer(draw, {"sentence": list(frames), "weights": WEIGHT_VARIANTS}, mode=mode)
