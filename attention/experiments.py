@@ -9,7 +9,8 @@
 and any :class:`~attention.tasks.base.Task` (translation, classification ...). A chapter that
 needs a model another chapter trained calls :func:`fit_cached`, which retrains only when no
 checkpoint with the same key is in the cache; the key covers the model and its config, the
-task's data and vocabularies, the recipe, torch's version and the whole package's source
+task's data and vocabularies, the recipe, torch's version and the meaning of the library's code that
+decides weights (:mod:`attention.provenance`: docstrings, comments and layout left out)
 (training on one CPU thread is deterministic, so a cached model is the model it would train).
 
 The translation helpers the chapters use (``hsk_data``, ``translate``, ``join_pairs`` ...) live
@@ -34,6 +35,7 @@ from .checkpoints import load_checkpoint, save_checkpoint
 from .data.cache import default_cache_dir
 from .device import session_seed
 from .models import build, model_name
+from .provenance import code_fingerprint
 from .results import environment
 from .tasks import (
     Task,
@@ -126,14 +128,10 @@ def evaluate(model: nn.Module, task: Task, examples: Sequence | None = None, **o
 
 
 def package_fingerprint(root: str | Path = PACKAGE_ROOT) -> str:
-    """sha256 of every ``.py`` file of the package (path and bytes): any code change changes it."""
-    root = Path(root)
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    """The fingerprint of the code that decides trained weights (:func:`attention.provenance.code_fingerprint`):
+    any change of that code changes it; a docstring, a comment, a reformat, the figures or the book's
+    code do not."""
+    return code_fingerprint(root)
 
 
 def cache_key(model: nn.Module, task: Task, **recipe) -> str:

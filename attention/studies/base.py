@@ -251,9 +251,14 @@ def run_study(study: Study, directory: str | Path | None = None, workers: int = 
     runs = [{**p.fields, **done.get(p)} for p in pieces]
     device = setup(0)
     metrics = study.summarise(study, runs, lambda group="": _data(study, group))
-    return record_result(study.name, command=study.full_command, recipe=study.recipe, seeds=list(study.recipe["seeds"]),
+    return record_result(study.name, command=study.full_command, recipe=study.recipe, seeds=_seeds(study, pieces),
                          metrics=metrics, wall_seconds=study.wall(runs), device=device, notes=study.notes,
                          directory=directory, write=write)
+
+
+def _seeds(study: Study, pieces: list[Piece]) -> list[int]:
+    """The record's seeds: the recipe's, else those of the pieces (a one-seed grid)."""
+    return list(study.recipe["seeds"]) if "seeds" in study.recipe else list(dict.fromkeys(p.seed for p in pieces))
 
 
 def _run_distributed(study: Study, pieces: list[Piece], land, workers: int, scheduler: str | None) -> None:
