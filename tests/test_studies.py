@@ -122,3 +122,13 @@ def test_every_record_of_a_study_is_declared_once_and_its_command_is_a_subcomman
         assert study.name == name and study.command.split()[0] in commands()
         assert isinstance(study.pieces(study.recipe)[0], Piece)
     assert json.loads(json.dumps(base.COMMAND)) == "python -m attention "
+
+
+def test_no_partial_file_outlives_its_record():
+    """Once a record is written its rows are the pieces: a partial file beside it is stale."""
+    from attention.studies.registry import STUDIES
+    partial = results.RESULTS_DIR / "partial"
+    recorded = set(results.list_results())
+    stale = sorted(p.name for p in partial.glob("*.jsonl")
+                   if any(p.stem == name or p.stem.startswith(name + "-") for name in recorded & set(STUDIES)))
+    assert not stale, f"delete these partial files (their records are written): {stale}"
