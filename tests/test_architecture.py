@@ -17,11 +17,20 @@ from attention import results
 from attention.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from attention.data import Vocab
 from attention.layers import Attention
-from attention.models import (MODELS, ClassifierOutput, LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig,
-                              build, model_name, register_model)
+from attention.models import (
+    MODELS,
+    ClassifierOutput,
+    LuongConfig,
+    LuongSeq2Seq,
+    Seq2Seq,
+    Seq2SeqConfig,
+    build,
+    model_name,
+    register_model,
+)
+from attention.provenance import code_fingerprint, normalised_source
 from attention.scores import SCORES, is_content_based
 from attention.tasks import ClassificationData, Example
-from attention.provenance import code_fingerprint, normalised_source
 from attention.train import History
 
 ROOT = Path(__file__).resolve().parents[1]

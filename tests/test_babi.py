@@ -2,8 +2,20 @@
 import pytest
 
 from attention.data import babi
-from attention.data.babi import (LOCATIONS, TASKS, QA, Question, Statement, babi_tasks, check_story,
-                                 format_babi, generate, load_babi, parse_babi, verify)
+from attention.data.babi import (
+    LOCATIONS,
+    QA,
+    TASKS,
+    Question,
+    Statement,
+    babi_tasks,
+    check_story,
+    format_babi,
+    generate,
+    load_babi,
+    parse_babi,
+    verify,
+)
 
 # Hand-written in the official format, modelled on the opening stories of bAbI's qa1 and qa2 files
 # (same sentences, same tab layout with the space before the first tab); qa1 holds two stories, so

@@ -4,8 +4,6 @@ internal error; and a right answer in another dtype or container is accepted.
 
 The models' own bad inputs are in tests/test_bad_inputs_models.py."""
 import hashlib
-import io
-import math
 import os
 import re
 import subprocess
@@ -20,18 +18,17 @@ from test_data import _ar, _tar_gz
 
 import attention.addressing as ntm
 from attention import bleu, checkpoints, metrics
-from attention.studies import memory
+from attention import experiments as ex
+from attention.addressing import content_weights, interpolate, sharpen, shift
 from attention.book import webexport
 from attention.book.chapters import ch07
-from attention import experiments as ex
-from attention.checkpoints import CheckpointError, load_checkpoint
-from attention.data import cache
-from attention.data.cache import Source, fetch, read_member
 from attention.book.exercises import EXERCISES, verdict
+from attention.checkpoints import CheckpointError, load_checkpoint
+from attention.data.cache import Source, fetch, read_member
 from attention.hard import reinforce_surrogate
 from attention.models.registry import build
-from attention.addressing import content_weights, interpolate, sharpen, shift
 from attention.scores import CosineScore, make_score
+from attention.studies import memory
 from attention.tasks.copy import copy_batch, random_sequences
 
 

@@ -8,11 +8,37 @@ import re
 import pytest
 import torch
 
-from attention.models import (CMLA, DMN, NTM, AttentionPooling, AttentionPoolingConfig, BiLSTMPooling, CaptionerConfig,
-                              CMLAConfig, DMNConfig, HANClassifier, HANConfig, LSTMNClassifier, LSTMNConfig,
-                              LuongConfig, LuongSeq2Seq, MemN2N, MemN2NConfig, NestedConfig, NestedSeq2Seq,
-                              NTMConfig, PoolingClassifierConfig, SelfAttentiveClassifier, SelfAttentiveConfig,
-                              Seq2Seq, Seq2SeqConfig, ShowAttendTell, Transformer, TransformerConfig, decoding)
+from attention.models import (
+    CMLA,
+    DMN,
+    NTM,
+    AttentionPooling,
+    AttentionPoolingConfig,
+    BiLSTMPooling,
+    CaptionerConfig,
+    CMLAConfig,
+    DMNConfig,
+    HANClassifier,
+    HANConfig,
+    LSTMNClassifier,
+    LSTMNConfig,
+    LuongConfig,
+    LuongSeq2Seq,
+    MemN2N,
+    MemN2NConfig,
+    NestedConfig,
+    NestedSeq2Seq,
+    NTMConfig,
+    PoolingClassifierConfig,
+    SelfAttentiveClassifier,
+    SelfAttentiveConfig,
+    Seq2Seq,
+    Seq2SeqConfig,
+    ShowAttendTell,
+    Transformer,
+    TransformerConfig,
+    decoding,
+)
 from attention.models.checks import check_ids
 
 V = 12  # every vocabulary below

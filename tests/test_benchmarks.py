@@ -1,6 +1,5 @@
 """The benchmark (``python -m attention bench``) and chapter 9's local-attention benchmark keep
 running; their timings are printed and recorded, never asserted (these machines are noisy)."""
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from attention import results
-
 from attention.book import bench
 from attention.book.families import EXAMPLES
 

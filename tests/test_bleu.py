@@ -2,12 +2,11 @@
 import random
 
 import pytest
+from conftest import load_or_skip
 from sacrebleu.metrics import BLEU
 
 from attention import bleu
 from attention.data import load_hsk
-
-from conftest import load_or_skip
 
 CASES = {
     "one sentence": (["the cat sat on the mat ."], [["the cat is on the mat ."]]),

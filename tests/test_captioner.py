@@ -8,8 +8,14 @@ import pytest
 import torch
 
 from attention.checkpoints import load_checkpoint, save_checkpoint
-from attention.hard import (MovingAverageBaseline, attention_entropy, gradient_variance, gumbel_softmax_st,
-                            reinforce_surrogate, sample_location)
+from attention.hard import (
+    MovingAverageBaseline,
+    attention_entropy,
+    gradient_variance,
+    gumbel_softmax_st,
+    reinforce_surrogate,
+    sample_location,
+)
 from attention.models import MODELS, build, model_name
 from attention.models.captioner import CaptionerConfig, ShowAttendTell, doubly_stochastic_penalty
 

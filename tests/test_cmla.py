@@ -1,23 +1,34 @@
 """Coupled multi-layer attention (chapter 4): the silver aspect/opinion labels, the tagging task,
 Wang et al.'s CMLA, and the recorded comparison."""
+import shutil
 import subprocess
 
 import pytest
 import torch
+from conftest import load_or_skip
 
-from attention import results
-
-from attention.studies import coupled
 from attention import experiments as ex
+from attention import results
 from attention.data import Vocab
-from attention.data.aspects import (BRILL_LEXICON, CHECK_FILE, SILVER, TAGS, TaggedSentence, frequent_nouns,
-                                    load_aspect_check, load_brill_lexicon, load_silver_aspects, parse_brill_lexicon,
-                                    silver_agreement, silver_tags)
+from attention.data.aspects import (
+    BRILL_LEXICON,
+    CHECK_FILE,
+    SILVER,
+    TAGS,
+    TaggedSentence,
+    frequent_nouns,
+    load_aspect_check,
+    load_brill_lexicon,
+    load_silver_aspects,
+    parse_brill_lexicon,
+    silver_agreement,
+    silver_tags,
+)
 from attention.data.cache import SOURCES
 from attention.models import CMLA, CMLAConfig, CoupledAttentionLayer, build, model_name
+from attention.studies import coupled
+from attention.studies.base import run_study, study_status
 from attention.tasks.tagging import TaggingData, aspect_data, f1_scores
-
-from conftest import load_or_skip
 
 VALENCE = {"wonderful": 2.8, "thin": -1.1, "like": 2.0, "war": -2.9, "ok": 0.9}
 POS = {"the": "DT", "acting": "VBG", "is": "VBZ", "wonderful": "JJ", "but": "CC", "plot": "NN", "thin": "JJ",
@@ -228,14 +239,14 @@ def test_attention_on_terms_by_hand():
     assert got["opinion/layer1"] == {"attention": pytest.approx(0.8), "share": pytest.approx(1 / 3)}
 
 
-def test_run_coupled_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
+def test_the_coupled_study_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
     data = tiny_tagging(n=30)
     monkeypatch.setattr(coupled, "aspect_data", lambda *a, **k: data)
-    monkeypatch.setattr(coupled, "COUPLED", coupled.COUPLED | {
-        "seeds": [0], "variants": ["coupled-2", "uncoupled-1"], "max_epochs": 1, "hidden_dim": 4, "embed_dim": 8,
-        "slices": 2, "rnn_dim": 4})
-    assert coupled.coupled_status(tmp_path)["done"] == []
-    record = coupled.run_coupled(tmp_path)
+    study = coupled.STUDY.with_recipe(seeds=[0], variants=["coupled-2", "uncoupled-1"], max_epochs=1, hidden_dim=4,
+                                      embed_dim=8, slices=2, rnn_dim=4)
+    assert study_status(study, tmp_path)["done"] == []
+    assert run_study(study, tmp_path, only=["uncoupled-1/*"]) is None  # a piece missing: no record yet
+    record = run_study(study, tmp_path)
     summary = record["metrics"]["summary"]
     assert set(summary["coupled-2"]["attention_on_terms"]) == {"aspect/layer1", "aspect/layer2", "opinion/layer1",
                                                                "opinion/layer2"}
@@ -244,6 +255,18 @@ def test_run_coupled_resumes_and_records_once_every_run_is_done(tmp_path, monkey
     assert record["metrics"]["data"]["silver_agreement"]["sentences"] >= 50
     assert results.load_result("coupled-attention", tmp_path)["command"] == "python -m attention coupled"
     assert results.model_path("coupled-attention", "coupled-2", tmp_path).exists()
-    assert coupled.coupled_status(tmp_path)["missing"] == []
-    model = coupled.build_tagger("uncoupled-1", data, coupled.COUPLED)
+    assert not results.model_path("coupled-attention", "uncoupled-1", tmp_path).exists()
+    assert study_status(study, tmp_path)["missing"] == []
+    model = coupled.build_tagger("uncoupled-1", data, study.recipe)
     assert model.cfg.layers == 1 and not model.cfg.coupled and isinstance(build("cmla", model.cfg), CMLA)
+
+
+def test_the_coupled_record_regenerates_from_its_rows_alone(tmp_path):
+    """Every piece of the book's record is in its rows: the study finds nothing to run, and the
+    summary it builds from them is the record's."""
+    shutil.copy(results.RESULTS_DIR / "coupled-attention.json", tmp_path)
+    recorded = results.load_result("coupled-attention", tmp_path)
+    assert study_status(coupled.STUDY, tmp_path)["missing"] == []
+    again = run_study(coupled.STUDY, tmp_path, write=False)
+    assert again["metrics"] == recorded["metrics"] and again["recipe"] == recorded["recipe"]
+    assert again["wall_seconds"] == recorded["wall_seconds"] and again["notes"] == recorded["notes"]

@@ -15,9 +15,26 @@ import zipfile
 import pytest
 import torch
 
-from attention.data import (SOURCES, Batch, Source, Vocab, aer, batches, collate, date_pair,
-                            fetch, load_ding_de_en, load_hsk, make_dates, parse_ding, parse_hsk,
-                            read_member, split, tokenize_chars, tokenize_words)
+from attention.data import (
+    SOURCES,
+    Batch,
+    Source,
+    Vocab,
+    aer,
+    batches,
+    collate,
+    date_pair,
+    fetch,
+    load_ding_de_en,
+    load_hsk,
+    make_dates,
+    parse_ding,
+    parse_hsk,
+    read_member,
+    split,
+    tokenize_chars,
+    tokenize_words,
+)
 
 # ---------------------------------------------------------------- fetch and cache
 

@@ -11,14 +11,12 @@ import zipfile
 
 import pytest
 import torch
+from conftest import load_or_skip
 from torch import nn
 
 from attention.data import SOURCES, fetch, read_member
-from attention.data.digits import (WORDS, caption, compose_split, load_digits, parse_digits,
-                                   render, split_pools, verify)
+from attention.data.digits import WORDS, caption, compose_split, load_digits, parse_digits, render, split_pools, verify
 from attention.tasks.captions import CaptionBatch, CaptionData, caption_vocab, digit_captions
-
-from conftest import load_or_skip
 
 SOURCE = SOURCES["digits"]
 
@@ -215,7 +213,7 @@ class FakeCaptioner(nn.Module):
             words = caption(e)[::-1] if self.wrong else caption(e)
             ids = self.vocab.encode(words) + [self.vocab.eos_id]
             tokens[b, :len(ids)] = torch.tensor(ids)
-            for k, (t, l, bottom, r) in enumerate(e.boxes):
+            for k, (t, l, _bottom, _r) in enumerate(e.boxes):
                 cell = ((t + 4) * 2 // 16) * 5 + (l + 4) * 5 // 40
                 attention[b, k] = 0.0
                 attention[b, k, 0 if self.wrong else cell] = 1.0

@@ -223,3 +223,16 @@ def test_the_readmes_module_table_lists_every_module_of_the_package():
     assert not missing, f"README's module table lacks {missing}"
     stale = sorted(p for p in listed if not (ROOT / p).exists())
     assert not stale, f"README's module table names what does not exist: {stale}"
+
+
+def test_the_packages_docstrings_cite_files_that_exist():
+    """A docstring that names a file of the repository (``book/...md``, ``attention/...py``,
+    ``notebooks/...ipynb``, ``scripts/...``; ``chNN`` for any chapter) names one that is there."""
+    cited = re.compile(r"``((?:book|attention|notebooks|scripts|tests)/[\w./-]+\.(?:md|py|ipynb|sh|json|tsv))``")
+    missing = []
+    for path in sorted((ROOT / "attention").rglob("*.py")):
+        for name in cited.findall(path.read_text(encoding="utf-8")):
+            pattern = name.replace("NN", "[0-9][0-9]")  # chNN.py: one per chapter
+            if not any(ROOT.glob(pattern)):
+                missing.append(f"{path.relative_to(ROOT)} cites {name}")
+    assert not missing, "\n".join(missing)

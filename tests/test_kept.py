@@ -4,12 +4,11 @@ import json
 import nbformat
 import pytest
 import torch
+from test_notebook_outputs import NOTEBOOKS
 
 import attention
 from attention import experiments as ex
 from attention.device import session_seed
-
-from test_notebook_outputs import NOTEBOOKS
 
 RECIPE = dict(epochs=1, progress=False)
 

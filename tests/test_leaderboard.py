@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from attention.book import leaderboard as lb
 from attention import results
+from attention.book import leaderboard as lb
 
 
 def test_every_record_yields_rows_or_says_why_not():

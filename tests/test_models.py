@@ -338,6 +338,7 @@ def test_train_with_warmup_steps_the_learning_rate_each_update():
 
 def test_train_counts_process_time_when_asked_and_rejects_other_clocks():
     import time
+
     from attention.train import TrainConfig, train
     model = torch.nn.Linear(1, 1)
     batches = [torch.ones(1, 1)]

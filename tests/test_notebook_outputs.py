@@ -28,15 +28,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-from attention.studies.bands import cell_bands, compare_banded
 from conftest import build_run_times
+from nbclient import NotebookClient
 from nbval.plugin import (
     coalesce_streams,
     find_comment_markers,
     find_metadata_tags,
     transform_streams_for_comparison,
 )
+
+from attention.studies.bands import cell_bands, compare_banded
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -7,14 +7,20 @@ except under CI).
 import subprocess
 
 import pytest
+from conftest import load_or_skip
 
-from attention.data import (SOURCES, Sentence, load_rotten_tomatoes, load_vader_lexicon,
-                            load_vader_movie_snippets, parse_rotten_tomatoes, parse_vader_lexicon,
-                            parse_vader_snippets)
+from attention.data import (
+    SOURCES,
+    Sentence,
+    load_rotten_tomatoes,
+    load_vader_lexicon,
+    load_vader_movie_snippets,
+    parse_rotten_tomatoes,
+    parse_vader_lexicon,
+    parse_vader_snippets,
+)
 from attention.data.sentiment import LABELS, VADER_LEXICON, normalize, tokenize
 from attention.tasks.classification import SENTIMENT_CORPORA, ClassificationData, sentiment_data
-
-from conftest import load_or_skip
 
 RT_CSV = '''category,text,movie_name,has_plot_and_reviews
 plot,"A man robs a bank. Things go wrong.",aankhen,False
@@ -137,7 +143,9 @@ def test_sentiment_data_split_is_deterministic_disjoint_80_10_10(monkeypatch):
     a, b = sentiment_data("fake", seed=3), sentiment_data("fake", seed=3)
     assert isinstance(a, ClassificationData) and a.labels == ["negative", "positive"]
     assert [len(a.train), len(a.valid), len(a.test)] == [80, 10, 10]
-    ids = lambda part: [e.meta["text"] for e in part]
+    def ids(part):
+        return [e.meta["text"] for e in part]
+
     assert (ids(a.train), ids(a.valid), ids(a.test)) == (ids(b.train), ids(b.valid), ids(b.test))
     assert sorted(ids(a.train) + ids(a.valid) + ids(a.test), key=int) == [str(i) for i in range(100)]
     assert ids(sentiment_data("fake", seed=4).test) != ids(a.test)

@@ -20,8 +20,8 @@ an exercise's solution is hidden until its toggle is clicked.
 from __future__ import annotations
 
 import functools
-import json
 import http.server
+import json
 import os
 import re
 import shutil

@@ -12,7 +12,15 @@ from attention import experiments as ex
 from attention import results
 from attention.models import count_parameters
 from attention.studies import base
-from attention.studies.base import Piece, Study, run_study, size_to_budget, study_status, summarise_variants, training_row
+from attention.studies.base import (
+    Piece,
+    Study,
+    run_study,
+    size_to_budget,
+    study_status,
+    summarise_variants,
+    training_row,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import this file
 

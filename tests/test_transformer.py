@@ -11,8 +11,18 @@ from torch import nn
 from attention.checkpoints import load_checkpoint, save_checkpoint
 from attention.layers import MultiHeadAttention
 from attention.masks import lengths_to_mask
-from attention.models import (MODELS, DecoderLayer, EncoderLayer, Transformer, TransformerConfig, TransformerOutput,
-                              TransformerState, build, model_name, noam_schedule)
+from attention.models import (
+    MODELS,
+    DecoderLayer,
+    EncoderLayer,
+    Transformer,
+    TransformerConfig,
+    TransformerOutput,
+    TransformerState,
+    build,
+    model_name,
+    noam_schedule,
+)
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 E, H, FF = 16, 4, 32  # d_model, heads, d_ff

@@ -16,8 +16,17 @@ from attention import viz, widgets
 from attention.book.chapters import ch04, ch05, ch06, ch07, ch08, common
 from attention.data import collate
 from attention.metrics import spearman
-from attention.models import (HANClassifier, HANConfig, LSTMNClassifier, NestedSeq2Seq, LSTMNConfig, SelfAttentiveClassifier, SelfAttentiveConfig, Transformer,
-                              TransformerConfig)
+from attention.models import (
+    HANClassifier,
+    HANConfig,
+    LSTMNClassifier,
+    LSTMNConfig,
+    NestedSeq2Seq,
+    SelfAttentiveClassifier,
+    SelfAttentiveConfig,
+    Transformer,
+    TransformerConfig,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"

@@ -9,7 +9,7 @@ PyTorch's kernel against itself, the noise floor of the run) and, on CUDA, the p
 It prints one table per device and dtype and writes the record ``benchmark`` of the results
 registry (``attention/results/benchmark.json``), one section per device, so that a CPU-only run
 keeps the GPU section an earlier run wrote. The book's performance appendix
-(``book/appendix-performance.md``) reads it.
+(``book/13-performance.md``) reads it.
 
 The goals (:data:`GOALS`, not asserted: these machines are noisy) are ratios ours / PyTorch's:
 the fused multi-head path within 1.10x of ``F.scaled_dot_product_attention`` with a padding mask
@@ -31,12 +31,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..cost import attention_cost
-from .families import EXAMPLES, example
 from ..functional import scaled_dot_product_attention
 from ..layers import Attention, MultiHeadAttention
 from ..masks import lengths_to_mask
 from ..models.transformer import EncoderLayer
 from ..results import load_result, record_result
+from .families import EXAMPLES, example
 
 __all__ = ["GOALS", "Row", "run_benchmark", "format_rows", "cuda_dtypes", "summary"]
 

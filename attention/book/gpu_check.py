@@ -37,12 +37,12 @@ from pathlib import Path
 import torch
 
 from .. import __version__
-from .bench import run_benchmark, summary
-from .families import EXAMPLES, example
 from ..layers import Attention, MultiDimensionalAttention, MultiHeadAttention
 from ..local import local_attention
 from ..masks import lengths_to_mask
 from ..scores import SCORES, make_score
+from .bench import run_benchmark, summary
+from .families import EXAMPLES, example
 
 __all__ = ["run_gpu_check", "check_families", "check_variants", "chapter_notebooks"]
 

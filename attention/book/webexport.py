@@ -29,12 +29,12 @@ import torch
 from babel.dates import format_date
 from torch import Tensor, nn
 
-from ..studies.alignment import ALIGNMENT, alignment_model_path
 from ..checkpoints import load_checkpoint
 from ..data import Vocab
 from ..device import seed_everything, set_threads
 from ..experiments import dates_data, hsk_data, load_kept, translate
 from ..models.interface import EncoderMemory
+from ..studies.alignment import ALIGNMENT, alignment_model_path
 
 __all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize",
            "export_web"]

@@ -360,7 +360,7 @@ def _place(events, person):
 def _replay(events, obj):
     """The locations ``obj`` has been in, recomputed from the start of the story."""
     hist, carrier = [], None
-    for i, (fid, kind, who, what) in enumerate(events):
+    for i, (_fid, kind, who, what) in enumerate(events):
         if kind in ("get", "drop") and what == obj:
             carrier = who if kind == "get" else None
             if kind == "get":
@@ -404,14 +404,14 @@ def check_story(story: Story, task: int | None = None) -> None:
     for e in story.entries:
         where = f"{story.name}, line {e.line}"
         if isinstance(e, Statement):
-            for kind, pattern in (("move", _MOVE), ("get", _GET), ("drop", _DROP)):
+            for kind, pattern in (("move", _MOVE), ("get", _GET), ("drop", _DROP)):  # noqa: B007 (kind: read below)
                 m = pattern.match(e.text.strip())
                 if m:
                     break
             else:
                 raise ValueError(f"{where}: cannot read the statement {e.text!r}")
             who, what = m.groups()
-            fact = _last(events, lambda x: x[1] in ("get", "drop") and x[3] == what)
+            fact = _last(events, lambda x: x[1] in ("get", "drop") and x[3] == what)  # noqa: B023 (called here)
             if kind == "get":
                 here = _place(events, who)
                 if here is None:

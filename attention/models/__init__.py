@@ -46,7 +46,7 @@ __all__ = ["ATTENTION_POOLS", "AttentionPooling", "AttentionPoolingConfig", "BiL
            "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
            "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NTM", "NTMConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
            "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
-           "SelfAttentiveConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step", "TaggerOutput",
+           "SelfAttentiveConfig", "Seq2Seq", "ShowAttendTell", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step", "TaggerOutput",
            "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
            "Translation", "build", "count_parameters", "model_name", "noam_schedule", "penalized_loss", "penalty",
            "register_model", "reverse_padded", "select_rows"]

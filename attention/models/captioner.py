@@ -46,8 +46,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..functional import masked_softmax
-from ..hard import (MovingAverageBaseline, attention_entropy, gumbel_softmax_st, reinforce_surrogate,
-                    sample_location)
+from ..hard import MovingAverageBaseline, attention_entropy, gumbel_softmax_st, reinforce_surrogate, sample_location
 from ..scores import make_score
 from .checks import check_ids, check_special_id
 from .decoding import check_max_len, in_eval_mode

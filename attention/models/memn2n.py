@@ -46,7 +46,6 @@ import torch
 from torch import Tensor, nn
 
 from ..functional import attend
-from ..masks import lengths_to_mask
 from ..scores import DotScore
 from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput

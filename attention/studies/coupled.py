@@ -15,7 +15,6 @@ The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
 from __future__ import annotations
 
-
 import torch
 
 from ..data.aspects import SILVER, load_aspect_check, load_silver_aspects, silver_agreement

@@ -5,8 +5,21 @@ module here is all it takes for ``python -m attention <command>`` to run it.
 """
 from __future__ import annotations
 
-from . import (ablation, alignment, bands, captioning, comparison, convergence, coupled, faithfulness, han, intra,
-               memory, multidim, nested)
+from . import (
+    ablation,
+    alignment,
+    bands,
+    captioning,
+    comparison,
+    convergence,
+    coupled,
+    faithfulness,
+    han,
+    intra,
+    memory,
+    multidim,
+    nested,
+)
 from .base import Study
 
 __all__ = ["STUDIES", "MODULES", "commands", "selectors"]

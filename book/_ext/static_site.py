@@ -54,7 +54,7 @@ WIDGET_MANAGER = "vendor/embed-amd.js"
 # ``require`` object read by require.js when it loads) maps every module id that
 # embed-amd.js defines (base, controls, html-manager, html-manager/dist/...) into
 # vendor/; __jupyter_widgets_assets_path__ covers the bundles that read it.
-ASSETS_PATH_JS = """(function () {
+ASSETS_PATH_JS = r"""(function () {
   var v = new URL((document.documentElement.dataset.content_root || './') + 'vendor/',
                   document.baseURI).href;
   window.__jupyter_widgets_assets_path__ = v;

@@ -16,7 +16,7 @@ import torch
 from ...functional import masked_softmax
 from ...metrics import ranks, spearman
 from ...models.han import AttentionPool
-from .base import Verdict, exercise, right, wrong, numbers, all_close, fmt_numbers
+from .base import Verdict, all_close, exercise, fmt_numbers, numbers, right, wrong
 
 __all__ = ["U_51", "DA_51", "SCORES_52", "KEEP_52", "WEIGHTS_53", "RATINGS_53", "KEEP_54"]
 

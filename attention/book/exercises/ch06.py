@@ -18,14 +18,11 @@ from torch import nn
 
 from ...functional import scaled_dot_product_attention
 from ...layers import MultiHeadAttention
-from ...masks import causal_mask
-from ...models.lstmn import LSTMNClassifier, LSTMNConfig
-from ...models.selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalty
+from ...models.selfattentive import penalty
 from ...models.transformer import PositionalEncoding, noam_schedule
-from .base import Verdict, exercise, right, wrong, numbers
+from .base import Verdict, exercise, numbers, right, wrong
 
-__all__ = ["E_61", "HEADS_61", "POS_62", "DIMS_62", "E_62", "T_63", "QUERY_63", "E_64", "WARMUP_64",
-           "N_65", "D_65", "A_66", "B_66", "T_67", "R_67"]
+__all__ = ["E_61", "HEADS_61", "POS_62", "DIMS_62", "E_62", "E_64", "WARMUP_64", "N_65", "D_65", "A_66", "B_66"]
 
 
 def _close(x: float, y: float, rel: float = 5e-3, abs_: float = 0.0) -> bool:
@@ -152,8 +149,8 @@ def schedule_peak(answer: Any) -> Verdict:
     if round(g_step) != step:
         if round(g_step) in (step - 1, step + 1):
             return wrong(f"off by one: both terms of the min are equal at step = warmup_steps = {step}")
-        return wrong(f"the two terms of min(step^-0.5, step · warmup^-1.5) cross where step = warmup_steps; "
-                     f"the rate rises before that and falls after")
+        return wrong("the two terms of min(step^-0.5, step · warmup^-1.5) cross where step = warmup_steps; "
+                     "the rate rises before that and falls after")
     if _close(g_rate, rate):
         return right(f"step {step:,}, rate {rate:.3g}: d_model^-0.5 · warmup^-0.5 = "
                      f"{E_64}^-0.5 · {WARMUP_64}^-0.5. After the peak it falls as step^-0.5, so it has "

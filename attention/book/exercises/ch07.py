@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
+from ...addressing import content_weights, sharpen, shift
 from ...functional import attend
 from ...models.memn2n import position_encoding
-from ...addressing import content_weights, sharpen, shift
 from ...scores import DotScore
-from .base import Verdict, exercise, right, wrong, numbers, all_close, fmt_numbers
+from .base import Verdict, all_close, exercise, fmt_numbers, numbers, right, wrong
 
 __all__ = ["J_71", "D_71", "WORD_71", "DIM_71", "KEYS_72", "VALUES_72", "QUESTION_72", "MEMORY_73", "KEY_73",
            "BETA_73", "WEIGHTS_74", "KERNEL_74", "GAMMA_74"]
