@@ -10,6 +10,7 @@ The code behind "Attention in NLP: an interactive textbook". Modules:
 * ``widgets``    -- explorers: live ipywidgets, or precomputed frames for the website
 * ``device``     -- device choice, seeding, threads
 """
+
 __version__ = "0.1.0"  # first: submodules read it while the package initialises
 
 from .device import get_device, seed_everything, set_threads, setup
@@ -19,7 +20,19 @@ from .masks import causal_mask, lengths_to_mask, to_keep_mask, window_mask
 from .scores import SCORES, make_score
 
 __all__ = [
-    "Attention", "MultiHeadAttention", "SCORES", "attend", "causal_mask", "get_device",
-    "lengths_to_mask", "make_score", "masked_softmax", "scaled_dot_product_attention",
-    "seed_everything", "set_threads", "setup", "to_keep_mask", "window_mask",
+    "Attention",
+    "MultiHeadAttention",
+    "SCORES",
+    "attend",
+    "causal_mask",
+    "get_device",
+    "lengths_to_mask",
+    "make_score",
+    "masked_softmax",
+    "scaled_dot_product_attention",
+    "seed_everything",
+    "set_threads",
+    "setup",
+    "to_keep_mask",
+    "window_mask",
 ]

@@ -14,6 +14,7 @@ keep its place (g), move by a learned offset (s) and refocus after the shift blu
 lets an NTM copy a sequence longer than any it was trained on. Each function takes and returns
 batch-first tensors and names the shapes it was given when they do not fit.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,10 @@ def _per_row(name: str, value, like: Tensor, what: str, low: float, high: float 
     B = like.shape[0]
     t = torch.as_tensor(value, dtype=like.dtype, device=like.device)
     if t.dim() > 1 or (t.dim() == 1 and t.shape[0] != B):
-        raise ValueError(f"{name} must be a number or one value per row, (B,) = ({B},); got shape "
-                         f"{tuple(t.shape)} for a batch of {B} ({what} {tuple(like.shape)})")
+        raise ValueError(
+            f"{name} must be a number or one value per row, (B,) = ({B},); got shape "
+            f"{tuple(t.shape)} for a batch of {B} ({what} {tuple(like.shape)})"
+        )
     if not bool((torch.isfinite(t) & (t >= low) & (t <= high)).all()):
         bounds = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
         raise ValueError(f"{name} must be {bounds} and finite; got {t.flatten().tolist()}")
@@ -48,8 +51,9 @@ def _per_row(name: str, value, like: Tensor, what: str, low: float, high: float 
 def content_weights(memory: Tensor, key: Tensor, beta) -> Tensor:
     """``softmax_i(β · cos(k, M(i)))``: memory (B, N, W), key (B, W), β (B,) or a number -> (B, N)."""
     if memory.dim() != 3 or key.dim() != 2 or key.shape != (memory.shape[0], memory.shape[2]):
-        raise ValueError(f"expected memory (B, N, W) and key (B, W); got memory {tuple(memory.shape)}, "
-                         f"key {tuple(key.shape)}")
+        raise ValueError(
+            f"expected memory (B, N, W) and key (B, W); got memory {tuple(memory.shape)}, key {tuple(key.shape)}"
+        )
     beta = _per_row("the key strength β", beta, key, "key", low=0)  # (B, 1) or (1, 1)
     cosine = CosineScore(beta=1.0)(key[:, None, :], memory)[:, 0]  # (B, N), in [-1, 1]
     return masked_softmax(beta * cosine)
@@ -71,13 +75,19 @@ def _check_distribution(kernel: Tensor) -> None:
     finite, nonnegative = torch.isfinite(kernel).all(), (kernel >= 0).all()
     if bool(finite & nonnegative & ((total - 1).abs() <= tolerance).all()):
         return
-    problem = ("has entries that are not finite" if not bool(finite) else
-               "has negative entries" if not bool(nonnegative) else
-               f"has rows that do not sum to 1 (sums {[round(x, 6) for x in total.tolist()[:8]]})")
+    problem = (
+        "has entries that are not finite"
+        if not bool(finite)
+        else "has negative entries"
+        if not bool(nonnegative)
+        else f"has rows that do not sum to 1 (sums {[round(x, 6) for x in total.tolist()[:8]]})"
+    )
     rows = kernel.detach().cpu().tolist()[:4]
-    raise ValueError(f"the shift kernel must be a distribution over the offsets (entries >= 0, each row summing "
-                     f"to 1, e.g. a softmax); the kernel {tuple(kernel.shape)} {problem}: "
-                     f"{rows}{' ...' if kernel.shape[0] > 4 else ''}")
+    raise ValueError(
+        f"the shift kernel must be a distribution over the offsets (entries >= 0, each row summing "
+        f"to 1, e.g. a softmax); the kernel {tuple(kernel.shape)} {problem}: "
+        f"{rows}{' ...' if kernel.shape[0] > 4 else ''}"
+    )
 
 
 def shift(weights: Tensor, kernel: Tensor) -> Tensor:
@@ -86,16 +96,22 @@ def shift(weights: Tensor, kernel: Tensor) -> Tensor:
     if kernel.dim() == 1:
         kernel = kernel.expand(weights.shape[0], -1)
     if weights.dim() != 2 or kernel.dim() != 2 or kernel.shape[0] != weights.shape[0] or kernel.shape[1] % 2 == 0:
-        raise ValueError(f"expected weights (B, N) and an odd-length kernel (B, S); got weights "
-                         f"{tuple(weights.shape)}, kernel {tuple(kernel.shape)}")
+        raise ValueError(
+            f"expected weights (B, N) and an odd-length kernel (B, S); got weights "
+            f"{tuple(weights.shape)}, kernel {tuple(kernel.shape)}"
+        )
     if kernel.shape[1] > weights.shape[1]:
-        raise ValueError(f"a shift kernel of {kernel.shape[1]} offsets needs at least as many slots; "
-                         f"the memory has {weights.shape[1]}")
+        raise ValueError(
+            f"a shift kernel of {kernel.shape[1]} offsets needs at least as many slots; "
+            f"the memory has {weights.shape[1]}"
+        )
     _check_distribution(kernel)
     half = kernel.shape[1] // 2
     out = torch.zeros_like(weights)
     for index, offset in enumerate(range(-half, half + 1)):
-        out = out + kernel[:, index:index + 1] * torch.roll(weights, shifts=offset, dims=1)  # weight at j moves to j + offset
+        out = out + kernel[:, index : index + 1] * torch.roll(
+            weights, shifts=offset, dims=1
+        )  # weight at j moves to j + offset
     return out
 
 
@@ -111,7 +127,7 @@ def sharpen(weights: Tensor, gamma) -> Tensor:
     g = _per_row("the sharpening exponent γ", gamma, weights, "weights", low=1)  # (B, 1) or (1, 1)
     w = weights.clamp_min(0)
     tiny = torch.finfo(weights.dtype).tiny
-    powered = w ** g  # (B, N)
+    powered = w**g  # (B, N)
     plain = powered / powered.sum(-1, keepdim=True).clamp_min(tiny)  # (B, N), Eq. 9 as written
     top = w.detach().amax(-1, keepdim=True)  # (B, 1); a constant factor, which the ratio cancels
     scaled = (w / torch.where(top > 0, top, torch.ones_like(top))) ** g  # (B, N), the largest entry is 1

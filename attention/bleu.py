@@ -29,6 +29,7 @@ token, and a hypothesis earns no n-gram unless it is the reference verbatim. Thi
 tokenizers from sacreBLEU (:func:`tokenize`), so that the comparison tests the counting, not two
 copies of the same regular expressions.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,8 +39,20 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["SMOOTHING", "TOKENIZERS", "BleuStatistics", "BleuScore", "tokenize", "ngrams", "closest_reference_length",
-           "sentence_statistics", "bleu_from_statistics", "corpus_bleu", "sentence_bleu", "check_text"]
+__all__ = [
+    "SMOOTHING",
+    "TOKENIZERS",
+    "BleuStatistics",
+    "BleuScore",
+    "tokenize",
+    "ngrams",
+    "closest_reference_length",
+    "sentence_statistics",
+    "bleu_from_statistics",
+    "corpus_bleu",
+    "sentence_bleu",
+    "check_text",
+]
 
 #: smoothing methods and their default values (sacreBLEU's names and defaults)
 SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -49,15 +62,19 @@ MAX_N = 4
 @dataclass
 class BleuStatistics:
     """BLEU's sufficient statistics: what a sentence contributes, and what a corpus sums."""
+
     correct: list[int]  # clipped n-gram matches, n = 1..max_n
     total: list[int]  # hypothesis n-grams, n = 1..max_n
     hyp_len: int  # c: hypothesis tokens
     ref_len: int  # r: tokens of the reference closest in length
 
     def __add__(self, other: "BleuStatistics") -> "BleuStatistics":
-        return BleuStatistics([a + b for a, b in zip(self.correct, other.correct)],
-                              [a + b for a, b in zip(self.total, other.total)],
-                              self.hyp_len + other.hyp_len, self.ref_len + other.ref_len)
+        return BleuStatistics(
+            [a + b for a, b in zip(self.correct, other.correct)],
+            [a + b for a, b in zip(self.total, other.total)],
+            self.hyp_len + other.hyp_len,
+            self.ref_len + other.ref_len,
+        )
 
 
 @dataclass
@@ -69,9 +86,13 @@ class BleuScore:
 
 
 #: the sacreBLEU tokenizers this module offers: name -> (module, class) inside ``sacrebleu.tokenizers``
-TOKENIZERS = {"13a": ("tokenizer_13a", "Tokenizer13a"), "zh": ("tokenizer_zh", "TokenizerZh"),
-              "intl": ("tokenizer_intl", "TokenizerV14International"), "char": ("tokenizer_char", "TokenizerChar"),
-              "none": ("tokenizer_none", "NoneTokenizer")}
+TOKENIZERS = {
+    "13a": ("tokenizer_13a", "Tokenizer13a"),
+    "zh": ("tokenizer_zh", "TokenizerZh"),
+    "intl": ("tokenizer_intl", "TokenizerV14International"),
+    "char": ("tokenizer_char", "TokenizerChar"),
+    "none": ("tokenizer_none", "NoneTokenizer"),
+}
 _MADE: dict = {}
 
 
@@ -92,10 +113,12 @@ def check_text(value, what: str) -> None:
     if isinstance(value, str):
         return
     if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
-        raise ValueError(f"{what} is a list of tokens ({list(value)[:6]}{' ...' if len(value) > 6 else ''}), "
-                         "but BLEU of strings tokenizes them itself (the tokenizer is part of the metric): "
-                         "pass ' '.join(tokens) or attention.metrics.detokenize(tokens); to count your own "
-                         "tokens use attention.bleu.sentence_statistics and bleu_from_statistics")
+        raise ValueError(
+            f"{what} is a list of tokens ({list(value)[:6]}{' ...' if len(value) > 6 else ''}), "
+            "but BLEU of strings tokenizes them itself (the tokenizer is part of the metric): "
+            "pass ' '.join(tokens) or attention.metrics.detokenize(tokens); to count your own "
+            "tokens use attention.bleu.sentence_statistics and bleu_from_statistics"
+        )
     raise ValueError(f"{what} must be a string; got a {type(value).__name__}: {str(value)[:80]!r}")
 
 
@@ -107,9 +130,11 @@ def _check_tokens(hypothesis, references, max_n) -> None:
         references = [references]
     for what, value in [("the hypothesis", hypothesis)] + [(f"reference {j}", r) for j, r in enumerate(references)]:
         if isinstance(value, str):
-            raise ValueError(f"{what} must be a list of tokens; got the string {value[:60]!r}: pass "
-                             f"{value[:20]!r}.split() or attention.bleu.tokenize(text), or score strings "
-                             "with corpus_bleu / sentence_bleu")
+            raise ValueError(
+                f"{what} must be a list of tokens; got the string {value[:60]!r}: pass "
+                f"{value[:20]!r}.split() or attention.bleu.tokenize(text), or score strings "
+                "with corpus_bleu / sentence_bleu"
+            )
 
 
 def _check_max_n(max_n) -> None:
@@ -119,14 +144,16 @@ def _check_max_n(max_n) -> None:
 
 def _check_references(references, what: str) -> None:
     if isinstance(references, str) or not hasattr(references, "__iter__"):
-        raise ValueError(f"{what} must be a list of strings, one per reference; got "
-                         f"{'the string ' + repr(references[:60]) if isinstance(references, str) else type(references).__name__}"
-                         f" (a single reference is [reference])")
+        raise ValueError(
+            f"{what} must be a list of strings, one per reference; got "
+            f"{'the string ' + repr(references[:60]) if isinstance(references, str) else type(references).__name__}"
+            f" (a single reference is [reference])"
+        )
 
 
 def ngrams(tokens: Sequence[str], n: int) -> Counter:
     """The n-grams of ``tokens`` (tuples) and how often each occurs."""
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def closest_reference_length(hyp_len: int, ref_lens: Sequence[int]) -> int:
@@ -136,8 +163,9 @@ def closest_reference_length(hyp_len: int, ref_lens: Sequence[int]) -> int:
     return min(ref_lens, key=lambda r: (abs(hyp_len - r), r))
 
 
-def sentence_statistics(hypothesis: Sequence[str], references: Sequence[Sequence[str]],
-                        max_n: int = MAX_N) -> BleuStatistics:
+def sentence_statistics(
+    hypothesis: Sequence[str], references: Sequence[Sequence[str]], max_n: int = MAX_N
+) -> BleuStatistics:
     """Clipped matches and totals per n, and the lengths, of one tokenised hypothesis against its
     tokenised references (lists of tokens, not strings: see :func:`tokenize`)."""
     _check_tokens(hypothesis, references, max_n)  # lists of tokens: a string would count its characters
@@ -153,8 +181,9 @@ def sentence_statistics(hypothesis: Sequence[str], references: Sequence[Sequence
     return BleuStatistics(correct, total, len(hypothesis), ref_len)
 
 
-def bleu_from_statistics(stats: BleuStatistics, smooth: str = "exp", smooth_value: float | None = None,
-                         effective_order: bool = False) -> BleuScore:
+def bleu_from_statistics(
+    stats: BleuStatistics, smooth: str = "exp", smooth_value: float | None = None, effective_order: bool = False
+) -> BleuScore:
     """BLEU from summed statistics: the smoothed precisions, the brevity penalty, their product."""
     if smooth not in SMOOTHING:
         raise ValueError(f"unknown smoothing {smooth!r}; choose one of {sorted(SMOOTHING)}")
@@ -188,8 +217,14 @@ def bleu_from_statistics(stats: BleuStatistics, smooth: str = "exp", smooth_valu
     return BleuScore(score, precisions, bp, stats)
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], tokenizer: str = "13a",
-                smooth: str = "exp", smooth_value: float | None = None, max_n: int = MAX_N) -> BleuScore:
+def corpus_bleu(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    tokenizer: str = "13a",
+    smooth: str = "exp",
+    smooth_value: float | None = None,
+    max_n: int = MAX_N,
+) -> BleuScore:
     """Corpus BLEU of hypothesis strings, each against its list of reference strings: sum the
     statistics of every sentence, then score once.
 
@@ -198,8 +233,10 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     score your own tokens, sum :func:`sentence_statistics` and call :func:`bleu_from_statistics`."""
     _check_max_n(max_n)
     if isinstance(hypotheses, str):
-        raise ValueError(f"hypotheses must be a list of strings, not one string; got {hypotheses[:60]!r} "
-                         "(one hypothesis is [hypothesis])")
+        raise ValueError(
+            f"hypotheses must be a list of strings, not one string; got {hypotheses[:60]!r} "
+            "(one hypothesis is [hypothesis])"
+        )
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} lists of references")
     stats = BleuStatistics([0] * max_n, [0] * max_n, 0, 0)
@@ -214,8 +251,15 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     return bleu_from_statistics(stats, smooth, smooth_value)
 
 
-def sentence_bleu(hypothesis: str, references: Sequence[str], tokenizer: str = "13a", smooth: str = "exp",
-                  smooth_value: float | None = None, effective_order: bool = True, max_n: int = MAX_N) -> BleuScore:
+def sentence_bleu(
+    hypothesis: str,
+    references: Sequence[str],
+    tokenizer: str = "13a",
+    smooth: str = "exp",
+    smooth_value: float | None = None,
+    effective_order: bool = True,
+    max_n: int = MAX_N,
+) -> BleuScore:
     """BLEU of one sentence (with ``effective_order``, as sacreBLEU recommends for sentences)."""
     _check_max_n(max_n)
     check_text(hypothesis, "the hypothesis")

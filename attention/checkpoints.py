@@ -13,6 +13,7 @@ dataclasses (e.g. a training :class:`~attention.train.History`) and classes with
 ``to_dict()`` / ``from_dict()`` (e.g. :class:`~attention.data.vocab.Vocab`). Anything else is
 refused when saving, so nothing saved is lost on loading.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,9 +57,11 @@ def _encode(value: Any, where: str) -> Any:
             return {_OBJECT: path, "kind": "dataclass", "data": _encode(fields, where)}
         if hasattr(value, "to_dict") and hasattr(cls, "from_dict"):
             return {_OBJECT: path, "kind": "to_dict", "data": _encode(value.to_dict(), where)}
-    raise TypeError(f"extra {where} is a {cls.__name__} ({path}), which a checkpoint cannot keep: "
-                    "store plain data (numbers, strings, tensors, lists, dicts), a dataclass of this "
-                    "package, or an object with to_dict()/from_dict()")
+    raise TypeError(
+        f"extra {where} is a {cls.__name__} ({path}), which a checkpoint cannot keep: "
+        "store plain data (numbers, strings, tensors, lists, dicts), a dataclass of this "
+        "package, or an object with to_dict()/from_dict()"
+    )
 
 
 def _decode(value: Any) -> Any:
@@ -80,9 +83,14 @@ def _decode(value: Any) -> Any:
 
 def save_checkpoint(path: str | Path, model: nn.Module, **extra) -> None:
     """Save a registered model (name, config, weights) and ``extra`` keyword data."""
-    blob = {"format": FORMAT, "version": VERSION, "model": model_name(model),
-            "config": dataclasses.asdict(model.cfg), "state_dict": model.state_dict(),
-            "extra": {k: _encode(v, k) for k, v in extra.items()}}
+    blob = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model_name(model),
+        "config": dataclasses.asdict(model.cfg),
+        "state_dict": model.state_dict(),
+        "extra": {k: _encode(v, k) for k, v in extra.items()},
+    }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -97,38 +105,50 @@ def _read(path: Path, map_location) -> dict:
         blob = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # a foreign file can fail the unpickler in any way (KeyError, EOFError ...)
         first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"{path} is not a checkpoint of this package: torch.load cannot read it "
-                              f"({first}). Expected a file written by attention.checkpoints.save_checkpoint") from None
+        raise CheckpointError(
+            f"{path} is not a checkpoint of this package: torch.load cannot read it "
+            f"({first}). Expected a file written by attention.checkpoints.save_checkpoint"
+        ) from None
     if not isinstance(blob, dict):
-        raise CheckpointError(f"{path} holds a {type(blob).__name__}, not a checkpoint "
-                              "(expected a dict written by attention.checkpoints.save_checkpoint)")
+        raise CheckpointError(
+            f"{path} holds a {type(blob).__name__}, not a checkpoint "
+            "(expected a dict written by attention.checkpoints.save_checkpoint)"
+        )
     if blob.get("format") != FORMAT:
         if blob and all(isinstance(v, torch.Tensor) for v in blob.values()):
             example = next(iter(blob))
             raise CheckpointError(
                 f"{path} is a bare state_dict ({len(blob)} tensors, e.g. {example!r}), not a checkpoint: it "
                 "does not say which model it belongs to. Build the model yourself and call "
-                "model.load_state_dict(torch.load(path)), or save with attention.checkpoints.save_checkpoint")
-        raise CheckpointError(f"{path} is a dict with keys {sorted(map(str, blob))[:8]}, not a checkpoint "
-                              f"(no format tag {FORMAT!r}: written by something other than save_checkpoint, "
-                              "or by an older version of this package)")
+                "model.load_state_dict(torch.load(path)), or save with attention.checkpoints.save_checkpoint"
+            )
+        raise CheckpointError(
+            f"{path} is a dict with keys {sorted(map(str, blob))[:8]}, not a checkpoint "
+            f"(no format tag {FORMAT!r}: written by something other than save_checkpoint, "
+            "or by an older version of this package)"
+        )
     if blob.get("version") != VERSION:
-        raise CheckpointError(f"{path} is checkpoint format version {blob.get('version')}; "
-                              f"this package reads version {VERSION}")
+        raise CheckpointError(
+            f"{path} is checkpoint format version {blob.get('version')}; this package reads version {VERSION}"
+        )
     missing = [key for key in REQUIRED if key not in blob]
     if missing:
-        raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(map(repr, missing))} "
-                              f"(a checkpoint holds {', '.join(map(repr, REQUIRED))}; it has "
-                              f"{sorted(map(str, blob))}). Save it again with save_checkpoint")
-    wrong = [f"{key!r} is a {type(blob[key]).__name__}, not a {kind.__name__}" for key, kind in REQUIRED.items()
-             if not isinstance(blob[key], kind)]
+        raise CheckpointError(
+            f"{path} is an incomplete checkpoint: it lacks {', '.join(map(repr, missing))} "
+            f"(a checkpoint holds {', '.join(map(repr, REQUIRED))}; it has "
+            f"{sorted(map(str, blob))}). Save it again with save_checkpoint"
+        )
+    wrong = [
+        f"{key!r} is a {type(blob[key]).__name__}, not a {kind.__name__}"
+        for key, kind in REQUIRED.items()
+        if not isinstance(blob[key], kind)
+    ]
     if wrong:
         raise CheckpointError(f"{path} is a damaged checkpoint: {'; '.join(wrong)}. Save it again with save_checkpoint")
     return blob
 
 
-def load_checkpoint(path: str | Path, expect: str | type | None = None,
-                    map_location=None) -> tuple[nn.Module, dict]:
+def load_checkpoint(path: str | Path, expect: str | type | None = None, map_location=None) -> tuple[nn.Module, dict]:
     """Rebuild the model saved by :func:`save_checkpoint`; returns ``(model, extra)``.
 
     Args:
@@ -139,13 +159,14 @@ def load_checkpoint(path: str | Path, expect: str | type | None = None,
     blob = _read(path, map_location)
     name = blob["model"]
     if name not in MODELS:
-        raise CheckpointError(f"{path} holds a model registered as {name!r}, which this package does not "
-                              f"have (registered: {sorted(MODELS)})")
+        raise CheckpointError(
+            f"{path} holds a model registered as {name!r}, which this package does not "
+            f"have (registered: {sorted(MODELS)})"
+        )
     if expect is not None:
         wanted = expect if isinstance(expect, str) else getattr(expect, "registry_name", expect.__name__)
         if wanted != name:
-            raise CheckpointError(f"{path} holds a {name!r} model ({MODELS[name].__name__}), "
-                                  f"expected {wanted!r}")
+            raise CheckpointError(f"{path} holds a {name!r} model ({MODELS[name].__name__}), expected {wanted!r}")
     try:
         config = config_from_dict(name, blob["config"])
     except ValueError as err:
@@ -154,8 +175,10 @@ def load_checkpoint(path: str | Path, expect: str | type | None = None,
     try:
         model.load_state_dict(blob["state_dict"])
     except RuntimeError as err:
-        raise CheckpointError(f"{path}: its weights do not fit a {MODELS[name].__name__} built from its "
-                              f"config: {' '.join(str(err).split())[:400]}") from None
+        raise CheckpointError(
+            f"{path}: its weights do not fit a {MODELS[name].__name__} built from its "
+            f"config: {' '.join(str(err).split())[:400]}"
+        ) from None
     if map_location is not None:
         model.to(map_location)
     return model, _decode(blob["extra"])

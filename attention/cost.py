@@ -6,6 +6,7 @@ unlike a process's peak RSS. On CUDA the allocator's peak is reported too. Time 
 wall-clock, best of a few runs: a benchmark number, never a test assertion.
 Chapter 9 plots these; ``benchmarks/bench_local.py`` prints them as ratios.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,8 +39,17 @@ def _saved_bytes(fn) -> int:
     return total
 
 
-def attention_cost(kind: str, S: int, L: int | None = None, E: int = 64, D: int = 10, B: int = 1,
-                   score: str = "dot", device=None, repeat: int = 3) -> dict:
+def attention_cost(
+    kind: str,
+    S: int,
+    L: int | None = None,
+    E: int = 64,
+    D: int = 10,
+    B: int = 1,
+    score: str = "dot",
+    device=None,
+    repeat: int = 3,
+) -> dict:
     """Cost of one attention call: L queries over S keys, ``kind`` "global" or "local".
 
     Returns ``{"seconds", "saved_bytes", "cuda_peak_bytes" (None on CPU)}``. ``L`` defaults
@@ -107,6 +117,7 @@ def layer_cost(kind: str, n: int, d: int = 128, B: int = 1, device=None, repeat:
 
         def run():
             return layer(x)[0]
+
     with FlopCounterMode(display=False) as counter:
         run()
     best = float("inf")

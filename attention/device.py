@@ -9,6 +9,7 @@ use it when no seed is passed to them. ``$ATTENTION_SEED`` replaces it, so one n
 executed under other seeds without editing it: that is how ``python -m attention bands`` measures
 how much a live training cell varies (see CONTRIBUTING.md, "Numbers that travel").
 """
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,15 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["get_device", "seed_everything", "set_threads", "setup", "session_seed", "show_figures_in_notebooks",
-           "SEED_ENV"]
+__all__ = [
+    "get_device",
+    "seed_everything",
+    "set_threads",
+    "setup",
+    "session_seed",
+    "show_figures_in_notebooks",
+    "SEED_ENV",
+]
 
 #: the environment variable that replaces the seed a notebook gives :func:`setup`
 SEED_ENV = "ATTENTION_SEED"

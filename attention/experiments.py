@@ -18,6 +18,7 @@ in :mod:`attention.tasks.translation` and are importable from here too, so a cha
 import. The book's long recorded runs (chapter 3's ``python -m attention convergence``, ...) are
 declared in :mod:`attention.studies` and read back through :mod:`attention.results`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,11 +54,31 @@ from .tasks import (
 )
 from .train import History, LossFn, TrainConfig, train
 
-__all__ = ["fit", "fit_cached", "fit_kept", "load_kept", "kept_path", "KEPT_DIR", "evaluate", "build_model", "cache_key", "package_fingerprint",
-           "TRANSLATION_RECIPE",
-           # translation helpers, from attention.tasks.translation
-           "TranslationData", "Translated", "hsk_data", "ding_data", "dates_data", "translate", "join_pairs",
-           "attention_links", "decode_steps", "forced_attention", "alignment_error_rate"]
+__all__ = [
+    "fit",
+    "fit_cached",
+    "fit_kept",
+    "load_kept",
+    "kept_path",
+    "KEPT_DIR",
+    "evaluate",
+    "build_model",
+    "cache_key",
+    "package_fingerprint",
+    "TRANSLATION_RECIPE",
+    # translation helpers, from attention.tasks.translation
+    "TranslationData",
+    "Translated",
+    "hsk_data",
+    "ding_data",
+    "dates_data",
+    "translate",
+    "join_pairs",
+    "attention_links",
+    "decode_steps",
+    "forced_attention",
+    "alignment_error_rate",
+]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -65,8 +86,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parent
 TRANSLATION_RECIPE = {"epochs": 7, "lr": 3e-3, "batch_size": 32}
 
 
-def build_model(data: TranslationData, attention: str | None = "additive", seed: int | None = None,
-                model: str = "seq2seq", **config) -> nn.Module:
+def build_model(
+    data: TranslationData, attention: str | None = "additive", seed: int | None = None, model: str = "seq2seq", **config
+) -> nn.Module:
     """A translation model (registry name ``model``) sized for ``data``'s vocabularies.
 
     Chapter defaults: E = H = 128, dropout 0.3; ``config`` overrides any config field.
@@ -74,15 +96,31 @@ def build_model(data: TranslationData, attention: str | None = "additive", seed:
     """
     defaults = dict(embed_dim=128, hidden_dim=128, dropout=0.3)
     torch.manual_seed(session_seed(seed))
-    return build(model, dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab),
-                             attention=attention, **(defaults | config)))
+    return build(
+        model,
+        dict(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab), attention=attention, **(defaults | config)),
+    )
 
 
-def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr: float = 3e-3,
-        seed: int | None = None, device=None, progress: bool = True, max_seconds: float | None = None,
-        on_epoch: Callable[[dict, nn.Module], None] | None = None, select: str = "metric",
-        patience: int = 3, warmup: int = 0, betas: tuple[float, float] = (0.9, 0.999),
-        loss: LossFn | None = None, clock: str = "wall", clip: float = 1.0) -> History:
+def fit(
+    model: nn.Module,
+    task: Task,
+    epochs: int = 7,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    seed: int | None = None,
+    device=None,
+    progress: bool = True,
+    max_seconds: float | None = None,
+    on_epoch: Callable[[dict, nn.Module], None] | None = None,
+    select: str = "metric",
+    patience: int = 3,
+    warmup: int = 0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    loss: LossFn | None = None,
+    clock: str = "wall",
+    clip: float = 1.0,
+) -> History:
     """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss (or ``loss``,
     e.g. ``sequence_loss`` with label smoothing).
 
@@ -107,12 +145,20 @@ def fit(model: nn.Module, task: Task, epochs: int = 7, batch_size: int = 32, lr:
         for b in task.train_batches(batch_size, seed, epoch):
             yield b.to(device)
 
-    cfg = TrainConfig(max_epochs=epochs, max_seconds=max_seconds, lr=lr, patience=patience, progress=progress,
-                      metric=task.metric, warmup=warmup, betas=betas, clock=clock,
-                      clip=clip)
+    cfg = TrainConfig(
+        max_epochs=epochs,
+        max_seconds=max_seconds,
+        lr=lr,
+        patience=patience,
+        progress=progress,
+        metric=task.metric,
+        warmup=warmup,
+        betas=betas,
+        clock=clock,
+        clip=clip,
+    )
     metric = task.validation_metric if select == "metric" else None
-    return train(model, train_batches, lambda: valid, loss or task.loss, cfg, on_epoch=on_epoch,
-                 valid_metric=metric)
+    return train(model, train_batches, lambda: valid, loss or task.loss, cfg, on_epoch=on_epoch, valid_metric=metric)
 
 
 def evaluate(model: nn.Module, task: Task, examples: Sequence | None = None, **options) -> dict:
@@ -136,10 +182,18 @@ def package_fingerprint(root: str | Path = PACKAGE_ROOT) -> str:
 
 def cache_key(model: nn.Module, task: Task, **recipe) -> str:
     """Hash of everything that decides the trained weights (see the module docstring)."""
-    blob = json.dumps({"model": model_name(model), "config": dataclasses.asdict(model.cfg),
-                       "task": task.fingerprint(), "recipe": recipe,
-                       "torch": torch.__version__.split("+")[0], "code": package_fingerprint()},
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "model": model_name(model),
+            "config": dataclasses.asdict(model.cfg),
+            "task": task.fingerprint(),
+            "recipe": recipe,
+            "torch": torch.__version__.split("+")[0],
+            "code": package_fingerprint(),
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -157,8 +211,9 @@ def model_cache_dir(cache_dir: str | Path | None = None) -> Path:
     return default_cache_dir(cache_dir) / "models"
 
 
-def fit_cached(model: nn.Module, task: Task, cache_dir: str | None = None,
-               retrain: bool = False, **fit_args) -> tuple[nn.Module, History | None]:
+def fit_cached(
+    model: nn.Module, task: Task, cache_dir: str | None = None, retrain: bool = False, **fit_args
+) -> tuple[nn.Module, History | None]:
     """:func:`fit`, unless the cache holds a model trained with the same key (:func:`cache_key`).
 
     Returns ``(model, history)``; ``history`` is None when the model came from the cache.
@@ -201,8 +256,18 @@ def _recipe(fit_args: dict) -> dict:
 
 def _kept_identity(model: nn.Module, task: Task, fit_args: dict) -> dict:
     recipe = _recipe(fit_args)
-    return json.loads(json.dumps({"model": model_name(model), "config": dataclasses.asdict(model.cfg),
-                                  "task": task.fingerprint(), "recipe": recipe}, sort_keys=True, default=str))
+    return json.loads(
+        json.dumps(
+            {
+                "model": model_name(model),
+                "config": dataclasses.asdict(model.cfg),
+                "task": task.fingerprint(),
+                "recipe": recipe,
+            },
+            sort_keys=True,
+            default=str,
+        )
+    )
 
 
 def load_kept(name: str, device=None, directory: str | Path | None = None) -> tuple[nn.Module, dict]:
@@ -210,14 +275,16 @@ def load_kept(name: str, device=None, directory: str | Path | None = None) -> tu
     ``identity`` (model, config, task fingerprint, recipe) and ``trained_on`` (versions, machine)."""
     path = kept_path(name, directory)
     if not path.exists():
-        raise FileNotFoundError(f"no kept model {name!r} ({path}); the notebook that trains it keeps it "
-                                f"when executed with {KEEP_ENV}=1")
+        raise FileNotFoundError(
+            f"no kept model {name!r} ({path}); the notebook that trains it keeps it when executed with {KEEP_ENV}=1"
+        )
     model, extra = load_checkpoint(path, map_location=device or "cpu")
     return model.eval(), extra
 
 
-def fit_kept(name: str, model: nn.Module, task: Task, retrain: bool = False,
-             directory: str | Path | None = None, **fit_args) -> tuple[nn.Module, History]:
+def fit_kept(
+    name: str, model: nn.Module, task: Task, retrain: bool = False, directory: str | Path | None = None, **fit_args
+) -> tuple[nn.Module, History]:
     """The model the book keeps as ``name``, or ``fit(model, task, **fit_args)`` when ``retrain``.
 
     A chapter whose figures, explorers or printed numbers come from a trained model decodes with
@@ -242,29 +309,40 @@ def fit_kept(name: str, model: nn.Module, task: Task, retrain: bool = False,
         return model, fit(model, task, **fit_args)
     if not path.exists():
         if os.environ.get(KEEP_ENV) != "1":
-            raise FileNotFoundError(f"no kept model {name!r} ({path}): execute this notebook with {KEEP_ENV}=1 "
-                                    "to train and keep it, or pass retrain=True to train without keeping")
+            raise FileNotFoundError(
+                f"no kept model {name!r} ({path}): execute this notebook with {KEEP_ENV}=1 "
+                "to train and keep it, or pass retrain=True to train without keeping"
+            )
         history = fit(model, task, **fit_args)
         versions, machine = environment(next(model.parameters()).device)
-        trained_on = json.loads(json.dumps({"versions": versions, "machine": machine,
-                                            "cpu_capability": torch.backends.cpu.get_cpu_capability()}, default=str))
+        trained_on = json.loads(
+            json.dumps(
+                {"versions": versions, "machine": machine, "cpu_capability": torch.backends.cpu.get_cpu_capability()},
+                default=str,
+            )
+        )
         save_checkpoint(path, copy.deepcopy(model).cpu(), history=history, identity=identity, trained_on=trained_on)
         return model, history
     device = fit_args.get("device") or next(model.parameters()).device
     kept, extra = load_checkpoint(path, expect=model_name(model), map_location=device)
     want, have = identity, extra.get("identity", {})
     differs = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-    if differs == ["recipe"] and {k: v for k, v in want["recipe"].items() if k != "seed"} == \
-            {k: v for k, v in have["recipe"].items() if k != "seed"}:
+    if differs == ["recipe"] and {k: v for k, v in want["recipe"].items() if k != "seed"} == {
+        k: v for k, v in have["recipe"].items() if k != "seed"
+    }:
         return model, fit(model, task, **fit_args)  # another seed than the kept one: train it
     if differs:
+
         def diff(a, b):  # only the fields that differ, for dicts
             if isinstance(a, dict) and isinstance(b, dict):
                 keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
                 return {k: a.get(k) for k in keys}, {k: b.get(k) for k in keys}
             return a, b
+
         detail = "; ".join("{}: kept {!r}, asked {!r}".format(k, *diff(have.get(k), want.get(k))) for k in differs)
-        raise ValueError(f"the kept model {name!r} ({path}) was trained from another {' and '.join(differs)} "
-                         f"({detail[:800]}); "
-                         f"delete the file and execute the notebook with {KEEP_ENV}=1 to keep the new one")
+        raise ValueError(
+            f"the kept model {name!r} ({path}) was trained from another {' and '.join(differs)} "
+            f"({detail[:800]}); "
+            f"delete the file and execute the notebook with {KEEP_ENV}=1 to keep the new one"
+        )
     return kept, extra["history"]

@@ -26,6 +26,7 @@ can be run with *other* weights in place of its own (:func:`logits_with_weights`
 The weights passed in are checked: a distribution over the real words of each sentence, zero on
 padding.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,8 +37,18 @@ from .data import collate
 from .masks import lengths_to_mask
 from .metrics import spearman
 
-__all__ = ["logits_with_weights", "permuted", "uniform", "without_top", "tvd", "jsd", "adversarial",
-           "input_x_gradient", "attribution_agreement", "perturbation_report"]
+__all__ = [
+    "logits_with_weights",
+    "permuted",
+    "uniform",
+    "without_top",
+    "tvd",
+    "jsd",
+    "adversarial",
+    "input_x_gradient",
+    "attribution_agreement",
+    "perturbation_report",
+]
 
 
 def _states(model: nn.Module, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -49,8 +60,10 @@ def logits_with_weights(model: nn.Module, tokens: Tensor, lengths: Tensor, weigh
     """The pooling classifier's logits ``(B, C)`` with ``weights (B, T, F)`` in place of its attention."""
     real = lengths_to_mask(lengths, tokens.shape[1])  # (B, T)
     if weights.dim() != 3 or weights.shape[:2] != tokens.shape:
-        raise ValueError(f"weights must be (B, T, F) with the tokens' B and T; got weights {tuple(weights.shape)}, "
-                         f"tokens {tuple(tokens.shape)}")
+        raise ValueError(
+            f"weights must be (B, T, F) with the tokens' B and T; got weights {tuple(weights.shape)}, "
+            f"tokens {tuple(tokens.shape)}"
+        )
     if bool((weights.masked_select(~real[:, :, None].expand_as(weights)) != 0).any()):
         raise ValueError("weights must be zero on padding")
     sums = weights.sum(1)  # (B, F)
@@ -94,13 +107,23 @@ def jsd(p: Tensor, q: Tensor, dim: int = -1) -> Tensor:
     m = 0.5 * (p + q)
 
     def kl(a, b):
-        return torch.where(a > 0, a * (a.clamp_min(1e-12).log() - b.clamp_min(1e-12).log()), torch.zeros_like(a)).sum(dim)
+        return torch.where(a > 0, a * (a.clamp_min(1e-12).log() - b.clamp_min(1e-12).log()), torch.zeros_like(a)).sum(
+            dim
+        )
 
     return 0.5 * kl(p, m) + 0.5 * kl(q, m)
 
 
-def adversarial(model: nn.Module, tokens: Tensor, lengths: Tensor, weights: Tensor, eps: float = 0.01,
-                steps: int = 150, lr: float = 0.5, penalty: float = 100.0) -> Tensor:
+def adversarial(
+    model: nn.Module,
+    tokens: Tensor,
+    lengths: Tensor,
+    weights: Tensor,
+    eps: float = 0.01,
+    steps: int = 150,
+    lr: float = 0.5,
+    penalty: float = 100.0,
+) -> Tensor:
     """Weights as far as possible (JSD, per column, averaged) from ``weights`` whose output stays
     within ``eps`` (total variation distance) of the output with ``weights``: gradient ascent on
     ``JSD - penalty · max(0, TVD - eps)`` over the logits of the new weights, real words only.
@@ -161,8 +184,9 @@ def _outputs(model, tokens, lengths, weights) -> Tensor:
     return F.softmax(logits_with_weights(model, tokens, lengths, weights), -1)
 
 
-def perturbation_report(model: nn.Module, data, examples, eps: float = 0.01, seed: int = 0,
-                        batch_size: int = 64) -> dict:
+def perturbation_report(
+    model: nn.Module, data, examples, eps: float = 0.01, seed: int = 0, batch_size: int = 64
+) -> dict:
     """Over ``examples`` (sentences of a :class:`~attention.tasks.ClassificationData`): for each
     perturbation, the mean total variation distance of the output and the share of flipped
     decisions; for the adversarial weights, the mean JSD reached within ``eps``; and the mean
@@ -173,14 +197,17 @@ def perturbation_report(model: nn.Module, data, examples, eps: float = 0.01, see
     sums = {k: {"tvd": 0.0, "flips": 0} for k in ("permuted", "uniform", "without top", "adversarial")}
     adv_jsd, agreement, n = 0.0, [], 0
     for i in range(0, len(examples), batch_size):
-        batch = data.collate(list(examples[i:i + batch_size])).to(device)
+        batch = data.collate(list(examples[i : i + batch_size])).to(device)
         tokens, lengths = batch.tokens, batch.lengths
         with torch.no_grad():
             out = model(tokens, lengths)
         weights = next(iter(out.attention.values()))  # (B, T, F)
         original = F.softmax(out.logits, -1)
-        variants = {"permuted": permuted(weights, lengths, g), "uniform": uniform(weights, lengths),
-                    "without top": without_top(weights, lengths)}
+        variants = {
+            "permuted": permuted(weights, lengths, g),
+            "uniform": uniform(weights, lengths),
+            "without top": without_top(weights, lengths),
+        }
         with torch.enable_grad():
             variants["adversarial"] = adversarial(model, tokens, lengths, weights, eps)
             attribution = input_x_gradient(model, tokens, lengths)
@@ -209,8 +236,15 @@ TRANSFORMS = {
 }
 
 
-def step_with_weights(model: nn.Module, y_prev: Tensor, state, memory, transform, lengths: Tensor,
-                      generator: torch.Generator | None = None):
+def step_with_weights(
+    model: nn.Module,
+    y_prev: Tensor,
+    state,
+    memory,
+    transform,
+    lengths: Tensor,
+    generator: torch.Generator | None = None,
+):
     """One decoder step of :class:`~attention.models.Seq2Seq` (RNNsearch) with ``transform`` applied
     to its attention weights before they make the context: the lines of ``Seq2Seq.step``, with one
     line added. Returns ``(logits (B, V), state)``."""
@@ -227,15 +261,23 @@ def step_with_weights(model: nn.Module, y_prev: Tensor, state, memory, transform
 
 
 @torch.no_grad()
-def greedy_with_weights(model: nn.Module, src: Tensor, src_lengths: Tensor, transform, max_len: int = 40,
-                        generator: torch.Generator | None = None) -> Tensor:
+def greedy_with_weights(
+    model: nn.Module,
+    src: Tensor,
+    src_lengths: Tensor,
+    transform,
+    max_len: int = 40,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """Greedy decoding with every step's weights transformed: the tokens ``(B, T')``."""
     model.eval()
     encoded = model.encode(src, src_lengths)
     memory, state = encoded
     if memory.keys is None:
-        raise ValueError("greedy_with_weights needs an attention decoder whose score projects the keys once "
-                         "(RNNsearch's additive score)")
+        raise ValueError(
+            "greedy_with_weights needs an attention decoder whose score projects the keys once "
+            "(RNNsearch's additive score)"
+        )
     B = src.shape[0]
     y = torch.full((B,), model.cfg.bos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
@@ -259,11 +301,12 @@ def decoder_report(model: nn.Module, data, pairs=None, seed: int = 0) -> dict:
     batch = collate(pairs, data.src_vocab, data.tgt_vocab).to(device)
 
     def outputs(transform):
-        ids = greedy_with_weights(model, batch.src, batch.src_lengths, transform,
-                                  generator=torch.Generator().manual_seed(seed)).tolist()
+        ids = greedy_with_weights(
+            model, batch.src, batch.src_lengths, transform, generator=torch.Generator().manual_seed(seed)
+        ).tolist()
         out = []
         for row in ids:
-            row = row[:row.index(model.cfg.eos_id)] if model.cfg.eos_id in row else row
+            row = row[: row.index(model.cfg.eos_id)] if model.cfg.eos_id in row else row
             out.append(data.tgt_vocab.decode(row))
         return out
 
@@ -271,7 +314,9 @@ def decoder_report(model: nn.Module, data, pairs=None, seed: int = 0) -> dict:
     report = {"own": {"exact_match": sum(o == list(p.tgt) for o, p in zip(own, pairs)) / len(pairs), "changed": 0.0}}
     for name, transform in TRANSFORMS.items():
         new = outputs(transform)
-        report[name] = {"exact_match": sum(o == list(p.tgt) for o, p in zip(new, pairs)) / len(pairs),
-                        "changed": sum(a != b for a, b in zip(new, own)) / len(pairs)}
+        report[name] = {
+            "exact_match": sum(o == list(p.tgt) for o, p in zip(new, pairs)) / len(pairs),
+            "changed": sum(a != b for a, b in zip(new, own)) / len(pairs),
+        }
     report["n"] = len(pairs)
     return report

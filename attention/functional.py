@@ -13,6 +13,7 @@ float mask added to the scores. A query whose keys are all blocked gets zero
 weights and zero output -- never NaN -- and finite (zero) gradients.
 Chapter 4 (``book/04-scores.md``) derives this; chapter 7 reads it as memory addressing.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,9 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
     return weights.masked_fill(empty, 0.0)
 
 
-def attend(scores: Tensor, value: Tensor, mask: Tensor | None = None,
-           dropout_p: float = 0.0, training: bool = False) -> tuple[Tensor, Tensor]:
+def attend(
+    scores: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, training: bool = False
+) -> tuple[Tensor, Tensor]:
     """Turn scores into weights and weights into a weighted sum of values.
 
     Args:
@@ -69,18 +71,25 @@ def attend(scores: Tensor, value: Tensor, mask: Tensor | None = None,
     if value.dim() < 2 or scores.shape[-1] != value.shape[-2]:
         raise ValueError(
             f"scores (..., L, S) and value (..., S, Dv) disagree on S: "
-            f"scores {tuple(scores.shape)}, value {tuple(value.shape)}")
+            f"scores {tuple(scores.shape)}, value {tuple(value.shape)}"
+        )
     weights = masked_softmax(scores, mask)  # (..., L, S)
     used = F.dropout(weights, p=dropout_p, training=training) if dropout_p > 0 else weights
     output = used @ value  # (..., L, Dv)
     return output, weights
 
 
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
-                                 attn_mask: Tensor | None = None, is_causal: bool = False,
-                                 scale: float | None = None, dropout_p: float = 0.0,
-                                 training: bool = False, fused: bool = False
-                                 ) -> tuple[Tensor, Tensor | None]:
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    training: bool = False,
+    fused: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """``softmax(Q Kᵀ / √d) V`` (Vaswani et al. 2017, Eq. 1), explicit or fused.
 
     Args:
@@ -96,16 +105,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         ``(output (..., L, Dv), weights (..., L, S) or None when fused)``.
     """
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"query (..., L, D) and key (..., S, D) need the same D: "
-                         f"query {tuple(query.shape)}, key {tuple(key.shape)}")
+        raise ValueError(
+            f"query (..., L, D) and key (..., S, D) need the same D: query {tuple(query.shape)}, key {tuple(key.shape)}"
+        )
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     p = dropout_p if training else 0.0
     if fused and attn_mask is None:
         # No mask to build: PyTorch's own causal flag, the only way its fastest (flash,
         # memory-efficient) kernels are chosen for a causal model. Every row keeps key 0.
-        return F.scaled_dot_product_attention(query, key, value, dropout_p=p, is_causal=is_causal,
-                                              scale=scale), None
+        return F.scaled_dot_product_attention(query, key, value, dropout_p=p, is_causal=is_causal, scale=scale), None
     if is_causal:
         causal = causal_mask(L, S, device=query.device)  # (L, S), the same top-left alignment
         attn_mask = causal if attn_mask is None else _intersect(attn_mask, causal)
@@ -140,5 +149,7 @@ def _check_broadcast(mask_shape, target_shape, mask_name: str, target_name: str)
     except RuntimeError:
         shape = None
     if shape != torch.Size(target_shape):
-        raise ValueError(f"{mask_name} of shape {tuple(mask_shape)} does not broadcast to "
-                         f"{target_name} of shape {tuple(target_shape)}")
+        raise ValueError(
+            f"{mask_name} of shape {tuple(mask_shape)} does not broadcast to "
+            f"{target_name} of shape {tuple(target_shape)}"
+        )

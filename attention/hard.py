@@ -26,14 +26,23 @@ The pieces, each small and usable alone:
 * :func:`gradient_variance` -- how noisy a model's loss gradient is over repeated draws (the chapter's
   "with and without the baseline" measurement).
 """
+
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["sample_location", "reinforce_surrogate", "MovingAverageBaseline", "attention_entropy",
-           "gumbel_softmax_st", "flat_gradient", "gradient_spread_summary", "gradient_variance"]
+__all__ = [
+    "sample_location",
+    "reinforce_surrogate",
+    "MovingAverageBaseline",
+    "attention_entropy",
+    "gumbel_softmax_st",
+    "flat_gradient",
+    "gradient_spread_summary",
+    "gradient_variance",
+]
 
 
 def _check_rows(name: str, x: Tensor) -> None:
@@ -46,9 +55,11 @@ def _check_per_sample(name: str, value, log_likelihood: Tensor) -> None:
     t = value if isinstance(value, Tensor) else torch.as_tensor(value)
     B = log_likelihood.shape[0]
     if t.dim() > 1 or (t.dim() == 1 and t.shape[0] != B):
-        raise ValueError(f"{name} must be a number, a 0-dim tensor or one value per sample (B,) = ({B},); "
-                         f"got shape {tuple(t.shape)} with log_likelihood {tuple(log_likelihood.shape)} "
-                         f"(a (B, 1) tensor would make the surrogate (B, B); take .squeeze(-1) or .mean())")
+        raise ValueError(
+            f"{name} must be a number, a 0-dim tensor or one value per sample (B,) = ({B},); "
+            f"got shape {tuple(t.shape)} with log_likelihood {tuple(log_likelihood.shape)} "
+            f"(a (B, 1) tensor would make the surrogate (B, B); take .squeeze(-1) or .mean())"
+        )
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite; got {t.detach().flatten().tolist()[:8]}")
 
@@ -70,8 +81,9 @@ def sample_location(weights: Tensor, generator: torch.Generator | None = None) -
     return index, one_hot
 
 
-def reinforce_surrogate(log_likelihood: Tensor, log_prob_choices: Tensor, baseline: float | Tensor = 0.0,
-                        reward_weight: float = 1.0) -> Tensor:
+def reinforce_surrogate(
+    log_likelihood: Tensor, log_prob_choices: Tensor, baseline: float | Tensor = 0.0, reward_weight: float = 1.0
+) -> Tensor:
     """The surrogate objective whose gradient is the score-function estimator of Xu et al. eq. 12.
 
     ``surrogate = log p(y|s,a) + λ_r · [log p(y|s,a) − b]_detached · (log p(s|a) − [log p(s|a)]_detached)``, so
@@ -96,8 +108,10 @@ def reinforce_surrogate(log_likelihood: Tensor, log_prob_choices: Tensor, baseli
         ``(B,)``, the per-sample surrogate.
     """
     if log_likelihood.shape != log_prob_choices.shape or log_likelihood.dim() != 1:
-        raise ValueError(f"log_likelihood and log_prob_choices must both be (B,); got "
-                         f"{tuple(log_likelihood.shape)} and {tuple(log_prob_choices.shape)}")
+        raise ValueError(
+            f"log_likelihood and log_prob_choices must both be (B,); got "
+            f"{tuple(log_likelihood.shape)} and {tuple(log_prob_choices.shape)}"
+        )
     _check_per_sample("baseline", baseline, log_likelihood)
     _check_per_sample("reward_weight", reward_weight, log_likelihood)
     baseline = torch.as_tensor(baseline, dtype=log_likelihood.dtype, device=log_likelihood.device)
@@ -187,13 +201,22 @@ def flat_gradient(loss: Tensor, params: list[nn.Parameter]) -> Tensor:
 def gradient_spread_summary(grads: Tensor) -> dict:
     """``grads (n, P)``, n gradient vectors -> ``{"mean_variance": mean over the P elements of their
     variance over n, "mean_sq_grad": mean of the squared mean gradient, "n_elements", "n_samples"}``."""
-    return {"mean_variance": float(grads.var(0, unbiased=True).mean()),
-            "mean_sq_grad": float(grads.mean(0).pow(2).mean()),
-            "n_elements": grads.shape[1], "n_samples": grads.shape[0]}
+    return {
+        "mean_variance": float(grads.var(0, unbiased=True).mean()),
+        "mean_sq_grad": float(grads.mean(0).pow(2).mean()),
+        "n_elements": grads.shape[1],
+        "n_samples": grads.shape[0],
+    }
 
 
-def gradient_variance(model: nn.Module, images: Tensor, captions: Tensor, n_samples: int,
-                      params: list[nn.Parameter] | None = None, baseline: bool = True) -> dict:
+def gradient_variance(
+    model: nn.Module,
+    images: Tensor,
+    captions: Tensor,
+    n_samples: int,
+    params: list[nn.Parameter] | None = None,
+    baseline: bool = True,
+) -> dict:
     """The spread of a model's loss gradient over ``n_samples`` backward passes at the same parameters.
 
     For hard attention each pass draws new locations, so the gradient is random; soft attention is

@@ -7,6 +7,7 @@ Masks mirror ``nn.MultiheadAttention`` (``key_padding_mask`` True = padding,
 bool ``attn_mask`` True = blocked, ``is_causal``); :func:`attention.masks.to_keep_mask`
 converts them once for the functional core. Layers return ``(output, weights)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,29 +42,47 @@ class Attention(nn.Module):
         ``(output (B, L, Ev), weights (B, L, S))``.
     """
 
-    def __init__(self, score: str | Score = "dot", *, query_dim: int | None = None,
-                 key_dim: int | None = None, hidden_dim: int | None = None,
-                 max_len: int | None = None, dropout: float = 0.0, **score_options):
+    def __init__(
+        self,
+        score: str | Score = "dot",
+        *,
+        query_dim: int | None = None,
+        key_dim: int | None = None,
+        hidden_dim: int | None = None,
+        max_len: int | None = None,
+        dropout: float = 0.0,
+        **score_options,
+    ):
         super().__init__()
         key_dim = query_dim if key_dim is None else key_dim
-        self.score = make_score(score, query_dim=query_dim, key_dim=key_dim,
-                                hidden_dim=hidden_dim, max_len=max_len, **score_options)
+        self.score = make_score(
+            score, query_dim=query_dim, key_dim=key_dim, hidden_dim=hidden_dim, max_len=max_len, **score_options
+        )
         self.dropout = dropout
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor | None = None,
-                key_padding_mask: Tensor | None = None, attn_mask: Tensor | None = None,
-                is_causal: bool = False) -> tuple[Tensor, Tensor]:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor]:
         value = key if value is None else value
         check_query_key(query, key, name="Attention")
         if value.dim() != 3 or value.shape[:2] != key.shape[:2]:
-            raise ValueError(f"value must be (B, S, Ev) with the key's B and S; "
-                             f"got key {tuple(key.shape)}, value {tuple(value.shape)}")
+            raise ValueError(
+                f"value must be (B, S, Ev) with the key's B and S; "
+                f"got key {tuple(key.shape)}, value {tuple(value.shape)}"
+            )
         B, L, _ = query.shape
         S = key.shape[1]
         if attn_mask is not None and attn_mask.dim() == 3:
             attn_mask = attn_mask[:, None]  # (B, L, S) -> (B, 1, L, S)
-        keep = to_keep_mask(key_padding_mask, attn_mask, is_causal, batch_size=B, L=L, S=S,
-                            device=query.device)  # (B, 1, L, S) or None
+        keep = to_keep_mask(
+            key_padding_mask, attn_mask, is_causal, batch_size=B, L=L, S=S, device=query.device
+        )  # (B, 1, L, S) or None
         scores = self.score(query, key)  # (B, L, S)
         if keep is not None:
             keep = keep[:, 0]  # (B, L, S)
@@ -97,8 +116,16 @@ class MultiHeadAttention(nn.Module):
         else ``(B, H, L, S)``; ``None`` when ``need_weights=False``.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, fused: bool = False):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        fused: bool = False,
+    ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
@@ -110,18 +137,33 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(vdim or embed_dim, embed_dim, bias=bias)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor,
-                key_padding_mask: Tensor | None = None, need_weights: bool = True,
-                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         self._check(query, key, value)
         B, L, E = query.shape
         S, H, D = key.shape[1], self.num_heads, self.head_dim
         fused = self.fused and not need_weights
         # causal and nothing else: the fused kernel gets PyTorch's is_causal flag, not a mask
         flag_only = fused and is_causal and key_padding_mask is None and attn_mask is None
-        keep = to_keep_mask(key_padding_mask, attn_mask, is_causal and not flag_only, batch_size=B,
-                            num_heads=H, L=L, S=S, device=query.device)  # (B, H or 1, L, S) or None
+        keep = to_keep_mask(
+            key_padding_mask,
+            attn_mask,
+            is_causal and not flag_only,
+            batch_size=B,
+            num_heads=H,
+            L=L,
+            S=S,
+            device=query.device,
+        )  # (B, H or 1, L, S) or None
 
         q = self.q_proj(query).view(B, L, H, D).transpose(1, 2)  # (B, H, L, D)
         k = self.k_proj(key).view(B, S, H, D).transpose(1, 2)  # (B, H, S, D)
@@ -129,8 +171,8 @@ class MultiHeadAttention(nn.Module):
 
         if fused:
             heads, weights = scaled_dot_product_attention(
-                q, k, v, attn_mask=keep, is_causal=flag_only, dropout_p=self.dropout, training=self.training,
-                fused=True)
+                q, k, v, attn_mask=keep, is_causal=flag_only, dropout_p=self.dropout, training=self.training, fused=True
+            )
         else:
             # readable path: scores, masked softmax, weighted sum
             scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, L, S)
@@ -148,8 +190,10 @@ class MultiHeadAttention(nn.Module):
         if query.shape[-1] != self.embed_dim:
             raise ValueError(f"query's last dim must be embed_dim={self.embed_dim}; got {shapes}")
         if key.shape[-1] != self.k_proj.in_features or value.shape[-1] != self.v_proj.in_features:
-            raise ValueError(f"key/value last dims must be kdim={self.k_proj.in_features}, "
-                             f"vdim={self.v_proj.in_features}; got {shapes}")
+            raise ValueError(
+                f"key/value last dims must be kdim={self.k_proj.in_features}, "
+                f"vdim={self.v_proj.in_features}; got {shapes}"
+            )
         if not (query.shape[0] == key.shape[0] == value.shape[0]) or key.shape[1] != value.shape[1]:
             raise ValueError(f"query, key, value must share B, and key/value S; got {shapes}")
 
@@ -171,7 +215,8 @@ class MultiHeadAttention(nn.Module):
         if theirs != ours:
             problems.append(f"sizes (embed_dim, num_heads, kdim, vdim) = {theirs}, this layer has {ours}")
         if (mha.in_proj_bias is not None) != (self.q_proj.bias is not None) or (
-                (mha.out_proj.bias is not None) != (self.out_proj.bias is not None)):
+            (mha.out_proj.bias is not None) != (self.out_proj.bias is not None)
+        ):
             problems.append(f"bias={mha.in_proj_bias is not None}, this layer has bias={self.q_proj.bias is not None}")
         if problems:
             raise ValueError("cannot copy this nn.MultiheadAttention: " + "; ".join(problems))

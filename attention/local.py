@@ -18,6 +18,7 @@ with L·W, not L·S. :func:`local_attention_reference` scores everything and mas
 it is the readable definition, and a test proves the two agree (values and gradients).
 Chapter 9 (``book/09-global-local.md``) teaches this.
 """
+
 from __future__ import annotations
 
 import torch
@@ -52,8 +53,10 @@ def window_positions(centers: Tensor, D: int) -> Tensor:
 def _check(query, key, value, centers, src_lengths, D):
     B, L, _ = query.shape
     if key.dim() != 3 or value.dim() != 3 or key.shape[:2] != value.shape[:2] or key.shape[0] != B:
-        raise ValueError(f"local attention expects query (B, L, Eq), key (B, S, Ek), value (B, S, Ev); "
-                         f"got query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}")
+        raise ValueError(
+            f"local attention expects query (B, L, Eq), key (B, S, Ek), value (B, S, Ev); "
+            f"got query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+        )
     if centers.shape != (B, L):
         raise ValueError(f"centers must be (B, L) = {(B, L)}, got {tuple(centers.shape)}")
     if src_lengths.shape != (B,):
@@ -62,9 +65,17 @@ def _check(query, key, value, centers, src_lengths, D):
         raise ValueError(f"window half-width D must be >= 0, got {D}")
 
 
-def local_attention(score, query: Tensor, key: Tensor, value: Tensor, centers: Tensor,
-                    src_lengths: Tensor, D: int, gaussian: bool = True,
-                    sigma: float | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def local_attention(
+    score,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    centers: Tensor,
+    src_lengths: Tensor,
+    D: int,
+    gaussian: bool = True,
+    sigma: float | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
     """Attend to ``2D+1`` keys around each centre, gathering only those keys.
 
     Args:
@@ -94,14 +105,22 @@ def local_attention(score, query: Tensor, key: Tensor, value: Tensor, centers: T
     weights = masked_softmax(scores.reshape(B, L, W), inside)  # (B, L, W)
     if gaussian and D > 0:  # with D = 0 the window is one position: nothing to shape
         sigma = D / 2 if sigma is None else sigma
-        weights = weights * torch.exp(-(positions - centers[..., None]) ** 2 / (2 * sigma ** 2))
+        weights = weights * torch.exp(-((positions - centers[..., None]) ** 2) / (2 * sigma**2))
     output = (weights.reshape(B * L, 1, W) @ gather(value)).reshape(B, L, value.shape[-1])  # (B, L, Ev)
     return output, weights, positions
 
 
-def local_attention_reference(score, query: Tensor, key: Tensor, value: Tensor, centers: Tensor,
-                              src_lengths: Tensor, D: int, gaussian: bool = True,
-                              sigma: float | None = None) -> tuple[Tensor, Tensor]:
+def local_attention_reference(
+    score,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    centers: Tensor,
+    src_lengths: Tensor,
+    D: int,
+    gaussian: bool = True,
+    sigma: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """The same thing the slow, obvious way: score all S keys, mask outside the window.
 
     Returns ``(output (B, L, Ev), weights (B, L, S))``. Costs L·S, like global attention.
@@ -114,5 +133,5 @@ def local_attention_reference(score, query: Tensor, key: Tensor, value: Tensor, 
     weights = masked_softmax(score(query, key), keep)  # (B, L, S)
     if gaussian and D > 0:
         sigma = D / 2 if sigma is None else sigma
-        weights = weights * torch.exp(-(s - centers[..., None]) ** 2 / (2 * sigma ** 2))
+        weights = weights * torch.exp(-((s - centers[..., None]) ** 2) / (2 * sigma**2))
     return weights @ value, weights

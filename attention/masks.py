@@ -17,6 +17,7 @@ Two conventions live in this project, one per level (``CONTRIBUTING.md``, "Packa
 functional one. The helpers below all build *keep* masks.
 Chapter 4 (``book/04-scores.md``) explains masking; chapter 6 uses the causal mask.
 """
+
 from __future__ import annotations
 
 import torch
@@ -63,8 +64,7 @@ def causal_mask(L: int, S: int | None = None, device=None) -> Tensor:
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()  # (L, S)
 
 
-def window_mask(L: int, S: int, centers: Tensor | None = None, before: int = 0,
-                after: int = 0, device=None) -> Tensor:
+def window_mask(L: int, S: int, centers: Tensor | None = None, before: int = 0, after: int = 0, device=None) -> Tensor:
     """Keep mask of a window ``[c - before, c + after]`` around a centre per query.
 
     Args:
@@ -116,9 +116,7 @@ def to_keep_mask(
     parts: list[Tensor] = []
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (B, S):
-            raise ValueError(
-                f"key_padding_mask must have shape (B, S) = {(B, S)}, "
-                f"got {tuple(key_padding_mask.shape)}")
+            raise ValueError(f"key_padding_mask must have shape (B, S) = {(B, S)}, got {tuple(key_padding_mask.shape)}")
         parts.append(_blocked_to_keep(key_padding_mask)[:, None, None, :])  # (B, 1, 1, S)
     if attn_mask is not None:
         shape = tuple(attn_mask.shape)
@@ -131,7 +129,8 @@ def to_keep_mask(
         else:
             raise ValueError(
                 f"attn_mask must have shape (L, S) = {(L, S)}, (B*H, L, S) = {(B * H, L, S)} "
-                f"or (B, H, L, S) = {(B, H, L, S)}; got {shape}")
+                f"or (B, H, L, S) = {(B, H, L, S)}; got {shape}"
+            )
         parts.append(_blocked_to_keep(m))
     if is_causal:
         parts.append(causal_mask(L, S, device=device)[None, None])  # (1, 1, L, S)

@@ -11,6 +11,7 @@
 
 Chapter 3 prints all three; chapter 10 discusses what they do and do not measure.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,9 @@ def detokenize(tokens: Sequence[str], lang: str = "en") -> str:
     return text
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], lang: str = "en",
-                lowercase: bool = False) -> BleuResult:
+def corpus_bleu(
+    hypotheses: Sequence[str], references: Sequence[str], lang: str = "en", lowercase: bool = False
+) -> BleuResult:
     """Corpus BLEU of detokenized hypothesis strings against raw reference strings.
 
     Args:
@@ -70,8 +72,14 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], lang: str 
     return BleuResult(result.score, str(bleu.get_signature()), len(hypotheses))
 
 
-def bleu_by_length(hypotheses: Sequence[str], references: Sequence[str], lengths: Sequence[int],
-                   edges: Sequence[int], lang: str = "en", lowercase: bool = False) -> list[dict]:
+def bleu_by_length(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    lengths: Sequence[int],
+    edges: Sequence[int],
+    lang: str = "en",
+    lowercase: bool = False,
+) -> list[dict]:
     """Corpus BLEU within source-length buckets ``[edges[i], edges[i+1])``.
 
     Returns one dict per non-empty bucket: ``{"bucket": "lo-hi", "lo", "hi", "n", "bleu"}``.
@@ -95,23 +103,31 @@ def _kind(links) -> str:
     elif isinstance(links, (list, tuple)):
         items, container = list(links), "list"
     else:
-        raise ValueError(f"alignment links must be a set of (source, target) pairs or a list of such "
-                         f"sets (one per sentence), got {type(links).__name__}")
+        raise ValueError(
+            f"alignment links must be a set of (source, target) pairs or a list of such "
+            f"sets (one per sentence), got {type(links).__name__}"
+        )
     if not items:
         return "empty"
 
     def is_pair(x) -> bool:
-        return (isinstance(x, (tuple, list)) and len(x) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in x))
+        return (
+            isinstance(x, (tuple, list))
+            and len(x) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in x)
+        )
 
     if all(is_pair(x) for x in items):
         return "sentence"
-    if container == "list" and all(isinstance(x, (set, frozenset, list, tuple)) and all(is_pair(y) for y in x)
-                                   for x in items):
+    if container == "list" and all(
+        isinstance(x, (set, frozenset, list, tuple)) and all(is_pair(y) for y in x) for x in items
+    ):
         return "corpus"
     bad = next(x for x in items if not is_pair(x))
-    raise ValueError(f"alignment links must be (source, target) integer pairs, or one collection of pairs "
-                     f"per sentence; found {bad!r}")
+    raise ValueError(
+        f"alignment links must be (source, target) integer pairs, or one collection of pairs "
+        f"per sentence; found {bad!r}"
+    )
 
 
 def aer(predicted, sure, possible) -> float:
@@ -129,12 +145,16 @@ def aer(predicted, sure, possible) -> float:
     """
     kinds = {_kind(x) for x in (predicted, sure, possible)} - {"empty"}
     if len(kinds) > 1:
-        raise ValueError("predicted, sure and possible mix one sentence's links (pairs) with a corpus "
-                         "(one collection of pairs per sentence); give all three in the same form")
+        raise ValueError(
+            "predicted, sure and possible mix one sentence's links (pairs) with a corpus "
+            "(one collection of pairs per sentence); give all three in the same form"
+        )
     if kinds == {"corpus"}:
         if not len(predicted) == len(sure) == len(possible):
-            raise ValueError(f"predicted, sure and possible must list the same sentences; got "
-                             f"{len(predicted)}, {len(sure)} and {len(possible)} sentences")
+            raise ValueError(
+                f"predicted, sure and possible must list the same sentences; got "
+                f"{len(predicted)}, {len(sure)} and {len(possible)} sentences"
+            )
         triples = list(zip(predicted, sure, possible))
     else:
         triples = [(predicted, sure, possible)]

@@ -13,6 +13,7 @@ Two questions, two answers:
   and of the studies (``attention/studies/``), and the git commit of the checkout when there is one
   (with ``modified: true`` when the package's files differ from it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,8 +26,10 @@ __all__ = ["PACKAGE_ROOT", "WEIGHT_CODE", "STUDY_CODE", "code_fingerprint", "nor
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 #: the files whose code decides trained weights, relative to the package (globs), and what is left out
-WEIGHT_CODE = {"include": ["*.py", "data/*.py", "tasks/*.py", "models/*.py"],
-               "exclude": ["viz.py", "widgets.py", "__main__.py", "provenance.py"]}
+WEIGHT_CODE = {
+    "include": ["*.py", "data/*.py", "tasks/*.py", "models/*.py"],
+    "exclude": ["viz.py", "widgets.py", "__main__.py", "provenance.py"],
+}
 #: the studies' code: what turns trained models into a record
 STUDY_CODE = {"include": ["studies/*.py"], "exclude": []}
 
@@ -38,8 +41,12 @@ def normalised_source(text: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, include_attributes=False)
 
@@ -55,8 +62,12 @@ def code_fingerprint(root: str | Path = PACKAGE_ROOT, spec: dict | None = None) 
     root = Path(root)
     digest = hashlib.sha256()
     for path in _files(root, WEIGHT_CODE if spec is None else spec):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0"
-                      + normalised_source(path.read_text(encoding="utf-8")).encode() + b"\0")
+        digest.update(
+            path.relative_to(root).as_posix().encode()
+            + b"\0"
+            + normalised_source(path.read_text(encoding="utf-8")).encode()
+            + b"\0"
+        )
     return digest.hexdigest()
 
 
@@ -74,12 +85,17 @@ def _commit() -> tuple[str | None, bool]:
     if commit is None:
         return None, False
     changed = _git("status", "--porcelain", "--", str(PACKAGE_ROOT))
-    return commit, bool(changed and any(not line.endswith(".json") and "results/" not in line
-                                        for line in changed.splitlines()))
+    return commit, bool(
+        changed and any(not line.endswith(".json") and "results/" not in line for line in changed.splitlines())
+    )
 
 
 def code_stamp() -> dict:
     """``{"library", "studies", "commit", "modified"}``: what a record stores of the code that made it."""
     commit, modified = _commit()
-    return {"library": code_fingerprint()[:16], "studies": code_fingerprint(spec=STUDY_CODE)[:16],
-            "commit": commit, "modified": modified}
+    return {
+        "library": code_fingerprint()[:16],
+        "studies": code_fingerprint(spec=STUDY_CODE)[:16],
+        "commit": commit,
+        "modified": modified,
+    }

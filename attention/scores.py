@@ -28,6 +28,7 @@ state ``s_t`` (his ``h_t``), Bahdanau's RNNsearch the previous one, ``s_{t-1}``.
 
 Chapter 4 (``book/04-scores.md``) puts each formula beside its line of code here.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -39,8 +40,18 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 __all__ = [
-    "Score", "DotScore", "ScaledDotScore", "GeneralScore", "AdditiveScore",
-    "ConcatScore", "LocationScore", "CosineScore", "SCORES", "make_score", "score_options", "is_content_based",
+    "Score",
+    "DotScore",
+    "ScaledDotScore",
+    "GeneralScore",
+    "AdditiveScore",
+    "ConcatScore",
+    "LocationScore",
+    "CosineScore",
+    "SCORES",
+    "make_score",
+    "score_options",
+    "is_content_based",
     "MAX_PAIR_BYTES",
 ]
 
@@ -70,10 +81,11 @@ class Score(nn.Module):
         if rows >= L:
             return self.score(query, key)
         keep_for_backward = torch.is_grad_enabled() and (
-            query.requires_grad or key.requires_grad or any(p.requires_grad for p in self.parameters()))
+            query.requires_grad or key.requires_grad or any(p.requires_grad for p in self.parameters())
+        )
         chunks = []
         for start in range(0, L, rows):
-            q = query[:, start:start + rows]  # (B, rows, Eq)
+            q = query[:, start : start + rows]  # (B, rows, Eq)
             if keep_for_backward:  # keep only the inputs; the backward pass recomputes the pairs
                 chunks.append(checkpoint(self.score, q, key, use_reentrant=False))
             else:
@@ -97,11 +109,14 @@ class Score(nn.Module):
     def check_dims(self, query: Tensor | None = None, key: Tensor | None = None) -> None:
         """A score with parameters takes only the sizes it was built for."""
         wrong = (query is not None and self.query_dim is not None and query.shape[-1] != self.query_dim) or (
-            key is not None and self.key_dim is not None and key.shape[-1] != self.key_dim)
+            key is not None and self.key_dim is not None and key.shape[-1] != self.key_dim
+        )
         if wrong:
             got = ", ".join(f"{n} {tuple(t.shape)}" for n, t in (("query", query), ("key", key)) if t is not None)
-            raise ValueError(f"{type(self).__name__} was built for query_dim (Eq) = {self.query_dim}, "
-                             f"key_dim (Ek) = {self.key_dim}; got {got}")
+            raise ValueError(
+                f"{type(self).__name__} was built for query_dim (Eq) = {self.query_dim}, "
+                f"key_dim (Ek) = {self.key_dim}; got {got}"
+            )
 
     def score(self, query: Tensor, key: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -221,8 +236,10 @@ class LocationScore(Score):
     def score(self, query, key):
         S = key.shape[1]
         if S > self.max_len:
-            raise ValueError(f"LocationScore was built for at most max_len={self.max_len} "
-                             f"source positions, got key of shape {tuple(key.shape)} (S={S})")
+            raise ValueError(
+                f"LocationScore was built for at most max_len={self.max_len} "
+                f"source positions, got key of shape {tuple(key.shape)} (S={S})"
+            )
         return self.W_a(query)[:, :, :S]  # (B, L, max_len) -> (B, L, S)
 
 
@@ -265,14 +282,19 @@ class CosineScore(Score):
 def check_query_key(query: Tensor, key: Tensor, same_dim: bool = False, name: str = "score") -> None:
     """Reject anything but ``(B, L, Eq)``, ``(B, S, Ek)`` with one B (and Eq == Ek if needed)."""
     if query.dim() != 3 or key.dim() != 3:
-        raise ValueError(f"{name} expects query (B, L, Eq) and key (B, S, Ek); "
-                         f"got query {tuple(query.shape)}, key {tuple(key.shape)}")
+        raise ValueError(
+            f"{name} expects query (B, L, Eq) and key (B, S, Ek); "
+            f"got query {tuple(query.shape)}, key {tuple(key.shape)}"
+        )
     if query.shape[0] != key.shape[0]:
-        raise ValueError(f"{name}: query and key have different batch sizes: "
-                         f"query {tuple(query.shape)}, key {tuple(key.shape)}")
+        raise ValueError(
+            f"{name}: query and key have different batch sizes: query {tuple(query.shape)}, key {tuple(key.shape)}"
+        )
     if same_dim and query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"{name} needs Eq == Ek; got query {tuple(query.shape)}, "
-                         f"key {tuple(key.shape)} (use 'general', 'additive' or 'concat')")
+        raise ValueError(
+            f"{name} needs Eq == Ek; got query {tuple(query.shape)}, "
+            f"key {tuple(key.shape)} (use 'general', 'additive' or 'concat')"
+        )
 
 
 # name -> (class, the constructor arguments it needs)
@@ -287,8 +309,15 @@ SCORES: dict[str, tuple[type[Score], tuple[str, ...]]] = {
 }
 
 
-def make_score(name: str | Score, *, query_dim: int | None = None, key_dim: int | None = None,
-               hidden_dim: int | None = None, max_len: int | None = None, **options) -> Score:
+def make_score(
+    name: str | Score,
+    *,
+    query_dim: int | None = None,
+    key_dim: int | None = None,
+    hidden_dim: int | None = None,
+    max_len: int | None = None,
+    **options,
+) -> Score:
     """Build a score module by name (or pass a module through unchanged).
 
     Args:
@@ -300,23 +329,32 @@ def make_score(name: str | Score, *, query_dim: int | None = None, key_dim: int 
     """
     if isinstance(name, nn.Module):
         if options:
-            raise ValueError(f"the score is an already built {type(name).__name__}; options "
-                             f"{', '.join(f'{k}={v!r}' for k, v in options.items())} can only be given with a "
-                             f"score's name (or set them when building the module)")
+            raise ValueError(
+                f"the score is an already built {type(name).__name__}; options "
+                f"{', '.join(f'{k}={v!r}' for k, v in options.items())} can only be given with a "
+                f"score's name (or set them when building the module)"
+            )
         return name
     if name not in SCORES:
         raise ValueError(f"unknown score {name!r}; choose one of {sorted(SCORES)}")
     cls, needed = SCORES[name]
-    sizes = {"query_dim": query_dim, "key_dim": key_dim,
-             "hidden_dim": hidden_dim if hidden_dim is not None else query_dim, "max_len": max_len}
+    sizes = {
+        "query_dim": query_dim,
+        "key_dim": key_dim,
+        "hidden_dim": hidden_dim if hidden_dim is not None else query_dim,
+        "max_len": max_len,
+    }
     missing = [arg for arg in needed if sizes[arg] is None]
     if missing:
         raise ValueError(f"score {name!r} needs {', '.join(missing)}")
     allowed = score_options(name)
     unknown = [k for k in options if k not in allowed]
     if unknown:
-        owners = [f"{k} is an option of {' and '.join(repr(n) for n in SCORES if k in score_options(n))}"
-                  for k in unknown if any(k in score_options(n) for n in SCORES)]
+        owners = [
+            f"{k} is an option of {' and '.join(repr(n) for n in SCORES if k in score_options(n))}"
+            for k in unknown
+            if any(k in score_options(n) for n in SCORES)
+        ]
         if allowed:
             notes = [f"its options: {', '.join(allowed)}"] + owners
             raise ValueError(f"score {name!r} has no option {', '.join(map(repr, unknown))} ({'; '.join(notes)})")
@@ -332,8 +370,11 @@ def score_options(name: str) -> tuple[str, ...]:
     if cls.__init__ is nn.Module.__init__:  # no constructor of its own: nothing to set
         return ()
     parameters = inspect.signature(cls.__init__).parameters.values()
-    return tuple(p.name for p in parameters if p.name != "self" and p.name not in needed
-                 and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    return tuple(
+        p.name
+        for p in parameters
+        if p.name != "self" and p.name not in needed and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
 
 
 def is_content_based(name: str | Score) -> bool:

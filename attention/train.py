@@ -10,6 +10,7 @@ loss often starts rising while its BLEU still improves. What is minimised is an 
 all of them. Each task of :mod:`attention.tasks` brings its own. Uses whatever device the
 model and batches are on (the GPU on Colab).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,6 +66,7 @@ def warmup_factor(warmup: int) -> Callable[[int], float]:
     def factor(step: int) -> float:  # LambdaLR calls it with 0 before the first update
         u = step + 1
         return min(u / warmup, math.sqrt(warmup / u))
+
     return factor
 
 
@@ -80,11 +82,15 @@ def evaluate_loss(model: nn.Module, batches: Iterable, loss: LossFn) -> float:
     return total / max(count, 1)
 
 
-def train(model: nn.Module, train_batches: Callable[[int], Iterable],
-          valid_batches: Callable[[], Iterable], loss: LossFn,
-          cfg: TrainConfig | None = None,
-          on_epoch: Callable[[dict, nn.Module], None] | None = None,
-          valid_metric: Callable[[nn.Module], float] | None = None) -> History:
+def train(
+    model: nn.Module,
+    train_batches: Callable[[int], Iterable],
+    valid_batches: Callable[[], Iterable],
+    loss: LossFn,
+    cfg: TrainConfig | None = None,
+    on_epoch: Callable[[dict, nn.Module], None] | None = None,
+    valid_metric: Callable[[nn.Module], float] | None = None,
+) -> History:
     """Train ``model`` and leave it holding the weights of its best validation epoch.
 
     Args:
@@ -111,8 +117,7 @@ def train(model: nn.Module, train_batches: Callable[[int], Iterable],
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
         total, steps = 0.0, 0
-        for batch in tqdm(train_batches(epoch), desc=f"epoch {epoch}", leave=False,
-                          disable=not cfg.progress):
+        for batch in tqdm(train_batches(epoch), desc=f"epoch {epoch}", leave=False, disable=not cfg.progress):
             value, _ = loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             value.backward()

@@ -17,6 +17,7 @@ The chapters' explorers live in the book (``attention/book/chapters/chNN.py``); 
 itself in :data:`EXPLORERS` with :func:`register_explorer` when its module is imported, and
 ``import attention.book.chapters`` imports them all.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -39,14 +40,13 @@ class Explorer:
         frames: number of precomputed frames (static mode only).
     """
 
-    def __init__(self, widget, controls: dict, mode: str, image=None, frames: int = 0,
-                 links: list | None = None):
-        self.widget, self.controls, self.mode, self.image, self.frames = (
-            widget, controls, mode, image, frames)
+    def __init__(self, widget, controls: dict, mode: str, image=None, frames: int = 0, links: list | None = None):
+        self.widget, self.controls, self.mode, self.image, self.frames = (widget, controls, mode, image, frames)
         self.links = links or []  # static mode: the jslinks (control.index -> Stack.selected_index)
 
     def _ipython_display_(self):  # ipywidgets 7 and 8 both honour this
         from IPython.display import display
+
         display(self.widget)
 
 
@@ -56,13 +56,19 @@ _LABEL = {"description_width": "initial"}  # show the whole control name (ipywid
 def _make_control(widgets, name: str, options: Sequence[Any], default: Any):
     labelled = [(str(o), o) for o in options]
     if all(isinstance(o, (int, float)) for o in options):
-        return widgets.SelectionSlider(options=labelled, value=default, description=name,
-                                       continuous_update=True, style=_LABEL)
+        return widgets.SelectionSlider(
+            options=labelled, value=default, description=name, continuous_update=True, style=_LABEL
+        )
     return widgets.Dropdown(options=labelled, value=default, description=name, style=_LABEL)
 
 
-def explorer(draw: Callable[..., Any], controls: dict[str, Sequence[Any]],
-             defaults: dict[str, Any] | None = None, mode: str = "auto", dpi: int = 72) -> Explorer:
+def explorer(
+    draw: Callable[..., Any],
+    controls: dict[str, Sequence[Any]],
+    defaults: dict[str, Any] | None = None,
+    mode: str = "auto",
+    dpi: int = 72,
+) -> Explorer:
     """Build an explorer around ``draw(**values) -> matplotlib Figure``.
 
     Args:
@@ -77,9 +83,10 @@ def explorer(draw: Callable[..., Any], controls: dict[str, Sequence[Any]],
     import ipywidgets as widgets
 
     signature = inspect.signature(draw).parameters
-    start = {name: signature[name].default if name in signature
-             and signature[name].default in opts else opts[0]
-             for name, opts in controls.items()}
+    start = {
+        name: signature[name].default if name in signature and signature[name].default in opts else opts[0]
+        for name, opts in controls.items()
+    }
     defaults = start | dict(defaults or {})
     unknown = set(defaults) - set(controls)
     if unknown:
@@ -114,8 +121,7 @@ def _live(widgets, draw, ctrl, box, dpi) -> Explorer:
 
 def _static(widgets, draw, controls, ctrl, box, dpi) -> Explorer:
     if not hasattr(widgets, "Stack"):
-        raise RuntimeError("the static explorer needs ipywidgets >= 8 (Stack); "
-                           "use mode='live' in a running kernel")
+        raise RuntimeError("the static explorer needs ipywidgets >= 8 (Stack); use mode='live' in a running kernel")
     names = list(controls)
     n_frames = 0
     links = []
@@ -133,8 +139,7 @@ def _static(widgets, draw, controls, ctrl, box, dpi) -> Explorer:
         return stack
 
     frames = level(0, {})
-    return Explorer(widgets.VBox([box(list(ctrl.values())), frames]), ctrl, "static",
-                    frames=n_frames, links=links)
+    return Explorer(widgets.VBox([box(list(ctrl.values())), frames]), ctrl, "static", frames=n_frames, links=links)
 
 
 #: Every chapter's explorer by name, filled by :func:`register_explorer` as the chapter modules are
@@ -148,10 +153,12 @@ def register_explorer(name: str) -> Callable[[Callable[..., Explorer]], Callable
     Every explorer must be callable with ``mode`` alone (an untrained demo model when it needs one).
     A name taken by another function is an error; the same function again (a reloaded module)
     replaces itself."""
+
     def add(make: Callable[..., Explorer]) -> Callable[..., Explorer]:
         known = EXPLORERS.get(name)
         if known is not None and (known.__module__, known.__qualname__) != (make.__module__, make.__qualname__):
             raise ValueError(f"explorer {name!r} is already {known.__module__}.{known.__qualname__}")
         EXPLORERS[name] = make
         return make
+
     return add

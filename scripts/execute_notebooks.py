@@ -12,6 +12,7 @@ command uses it to execute every notebook a second time under another CPU kernel
 A copy whose cell raised is still written (the comparison reports the error); the exit
 status is 1 when any notebook failed to execute.
 """
+
 import argparse
 import os
 import sys
@@ -31,8 +32,9 @@ def execute(path: Path, out: Path | None) -> tuple[str, float, str | None]:
     start = time.perf_counter()
     error = None
     try:
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
     except CellExecutionError as e:
         error = str(e).splitlines()[-1] if str(e) else type(e).__name__
         if out is None:

@@ -63,9 +63,7 @@ def _package_dir(node_modules: Path, name: str) -> Path:
 def _check_version(pkg: Path, wanted: str) -> None:
     have = json.loads((pkg / "package.json").read_text())["version"]
     if have != wanted:
-        raise VendorError(
-            f"{pkg.name} {have} is installed but package.json pins {wanted}: run npm ci"
-        )
+        raise VendorError(f"{pkg.name} {have} is installed but package.json pins {wanted}: run npm ci")
 
 
 def _copy(src: Path, dst: Path) -> int:
@@ -86,10 +84,7 @@ def _copy(src: Path, dst: Path) -> int:
 def vendor(root: Path, out: Path) -> dict[str, int]:
     node_modules = root / "node_modules"
     if not node_modules.is_dir():
-        raise VendorError(
-            f"{node_modules} does not exist. Run this first, in {root}:\n"
-            "    npm ci --no-audit --no-fund"
-        )
+        raise VendorError(f"{node_modules} does not exist. Run this first, in {root}:\n    npm ci --no-audit --no-fund")
     pins = json.loads((root / "package.json").read_text())["dependencies"]
 
     staging = out.with_name(out.name + ".tmp")
@@ -157,8 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vendor_assets: error: {e}", file=sys.stderr)
         return 1
     total = sum(counts.values())
-    print(f"vendor_assets: copied {total} files into {out} "
-          + "(" + ", ".join(f"{k}: {v}" for k, v in counts.items()) + ")")
+    print(
+        f"vendor_assets: copied {total} files into {out} "
+        + "("
+        + ", ".join(f"{k}: {v}" for k, v in counts.items())
+        + ")"
+    )
     return 0
 
 

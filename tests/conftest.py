@@ -3,6 +3,7 @@
 Also the table of notebook execution times printed at the end of the run
 (filled by tests/test_notebook_outputs.py).
 """
+
 import os
 import pickle
 import re
@@ -52,8 +53,11 @@ def build_run_times():
     try:
         with open(SPHINX_ENV, "rb") as f:
             env = pickle.load(f)
-        return {doc: data["exec_data"]["runtime"]
-                for doc, data in getattr(env, "nb_metadata", {}).items() if data.get("exec_data")}
+        return {
+            doc: data["exec_data"]["runtime"]
+            for doc, data in getattr(env, "nb_metadata", {}).items()
+            if data.get("exec_data")
+        }
     except Exception:  # no build, or an environment this code cannot read: no times
         return {}
 
@@ -98,5 +102,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         shown = "?" if seconds is None else f"{seconds:.1f}"
         slow = "  > 2 min" if seconds is not None and seconds > SLOW_NOTEBOOK_S else ""
         tr.write_line(f"{name:<{width}}  {shown:>8}  {source}{slow}")
-    tr.write_line("site build: myst-nb's run time of the whole execution (kernel start included);"
-                  " executed by the test: first cell start -> last cell reply (nbclient's timestamps)")
+    tr.write_line(
+        "site build: myst-nb's run time of the whole execution (kernel start included);"
+        " executed by the test: first cell start -> last cell reply (nbclient's timestamps)"
+    )

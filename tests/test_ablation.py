@@ -1,5 +1,6 @@
 """The chapter-9 ablation: variants, parameter budget, reproducibility, the recorded results; chapter 3's
 convergence run (attention/studies/convergence.py)."""
+
 import dataclasses
 import json
 import shutil
@@ -103,8 +104,13 @@ def test_same_seed_same_results_and_the_record_says_how(tmp_path):
 def test_a_budget_runs_every_variant_baselines_and_luongs_scores_first():
     keys = [p.key for p in SMALL_STUDY.pieces(SMALL_STUDY.recipe)]
     assert sorted(keys) == sorted(f"{v.name}/seed0" for v in VARIANTS)
-    assert keys[:5] == ["none+feed/seed0", "none/seed0", "bahdanau-additive/seed0", "global-dot+feed/seed0",
-                        "global-dot/seed0"]
+    assert keys[:5] == [
+        "none+feed/seed0",
+        "none/seed0",
+        "bahdanau-additive/seed0",
+        "global-dot+feed/seed0",
+        "global-dot/seed0",
+    ]
     scores = [k.split("/")[0].split("-")[-1].removesuffix("+feed") for k in keys[3:]]
     assert list(dict.fromkeys(scores)) == list(ablation.BUDGET_ORDER)
     assert SMALL_STUDY.recipe == BUDGETS["small"] | {"budget": "small"}
@@ -139,13 +145,23 @@ def test_recorded_ablation_is_complete_and_fair():
 
 
 def _fake_run(bleu):
-    return {"bleu": bleu, "signature": "nrefs:1|case:lc", "by_length": [{"bucket": "1-6", "n": 5, "bleu": bleu + 1}],
-            "joined_bleu": {"2": bleu / 2, "3": bleu / 3}, "epochs_run": 10, "best_epoch": 7,
-            "train_seconds": 2.0, "stopped": "early stopping", "parameters": 100, "history": []}
+    return {
+        "bleu": bleu,
+        "signature": "nrefs:1|case:lc",
+        "by_length": [{"bucket": "1-6", "n": 5, "bleu": bleu + 1}],
+        "joined_bleu": {"2": bleu / 2, "3": bleu / 3},
+        "epochs_run": 10,
+        "best_epoch": 7,
+        "train_seconds": 2.0,
+        "stopped": "early stopping",
+        "parameters": 100,
+        "history": [],
+    }
 
 
 def test_convergence_resumes_and_records_mean_and_sd_over_seeds(tmp_path):
     from attention.results import PartialRuns
+
     recipe = dict(convergence.CONVERGENCE)
     assert convergence.STUDY.recipe == recipe and not hasattr(experiments, "convergence")
     done = PartialRuns("hsk-convergence", recipe, tmp_path)
@@ -173,6 +189,7 @@ def test_convergence_resumes_and_records_mean_and_sd_over_seeds(tmp_path):
 
 def test_partial_runs_refuse_non_finite_numbers(tmp_path):
     from attention.results import PartialRuns
+
     with pytest.raises(ValueError, match="non-finite numbers at"):
         PartialRuns("x", {}, tmp_path).add("a", {"bleu": float("nan")})
 
@@ -192,12 +209,15 @@ def test_converged_ablation_writes_its_record_only_when_complete(tmp_path):
     summary = record["metrics"]["summary"]["dates"]["global-general+feed"]
     assert summary["bleu"]["n"] == 2 and len(summary["bleu"]["values"]) == 2
     assert {r["seed"] for r in record["metrics"]["runs"]} == {0, 1}
-    assert "global-dot" in record["metrics"]["trimmed"]["dates"] and results.load_result("ablation-converged-test", tmp_path)
+    assert "global-dot" in record["metrics"]["trimmed"]["dates"] and results.load_result(
+        "ablation-converged-test", tmp_path
+    )
     assert record["metrics"]["data"]["dates"]["test"] == len(experiments.dates_data(n=200, seed=0).test)
 
 
 def test_partial_runs_are_read_back_and_a_line_cut_short_is_run_again(tmp_path):
     from attention.results import PartialRuns
+
     a = PartialRuns("shared", {"lr": 1}, tmp_path)  # one writer: the study's runner
     a.add("hsk/x/seed0", {"bleu": 1.0})
     a.add("hsk/x/seed1", {"bleu": 2.0})
@@ -213,8 +233,22 @@ def test_status_lists_done_and_missing_pieces(tmp_path):
     status = study_status(CONVERGED_TEST_STUDY, tmp_path)
     assert status["done"] == ["dates/global-general+feed/seed0", "dates/local-p-dot/seed0"]
     assert status["missing"] == ["dates/global-general+feed/seed1", "dates/local-p-dot/seed1"]
-    out = subprocess.run([sys.executable, "-m", "attention", "ablation", "--budget", "converged-test", "--status",
-                          "--results-dir", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attention",
+            "ablation",
+            "--budget",
+            "converged-test",
+            "--status",
+            "--results-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "ablation-converged-test: 2 runs done, 2 missing" in out and "missing dates/local-p-dot/seed1" in out
     assert "ablation-small" not in out  # --budget chooses the study
 
@@ -235,14 +269,18 @@ def test_raising_the_epoch_cap_keeps_pieces_that_stopped_early_and_redoes_capped
     store.add("dates/global-general+feed/seed0", {"best_epoch": 1, "stopped": "early stopping: no better ..."})
     store.add("dates/local-p-dot/seed0", {"best_epoch": 2, "stopped": "max_epochs=2 reached"})
     assert len(study_status(study, tmp_path)["done"]) == 2
-    assert study_status(study.with_recipe(max_epochs={"dates": 5}), tmp_path)["done"] == \
-        ["dates/global-general+feed/seed0"]
+    assert study_status(study.with_recipe(max_epochs={"dates": 5}), tmp_path)["done"] == [
+        "dates/global-general+feed/seed0"
+    ]
     assert study_status(study.with_recipe(max_epochs={"dates": 1}), tmp_path)["done"] == []  # a lower cap: redo all
-    assert study_status(study.with_recipe(max_epochs={"dates": 5}, dates_n=300), tmp_path)["done"] == []  # nothing reused
+    assert (
+        study_status(study.with_recipe(max_epochs={"dates": 5}, dates_n=300), tmp_path)["done"] == []
+    )  # nothing reused
 
 
 def test_beyond_spread_compares_the_gap_with_the_two_sds_added():
     from attention.results import beyond_spread, difference, mean_sd
+
     a, b = mean_sd([5.0, 5.5, 6.0]), mean_sd([3.0, 3.5, 4.0])  # sd 0.5 each, gap 2.0 > 1.0
     assert beyond_spread(a, b) and difference(a, b) == "+2.00 (beyond the seed spread)"
     c = mean_sd([4.0, 4.5, 5.0])  # gap 1.0, not larger than 0.5 + 0.5

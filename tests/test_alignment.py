@@ -1,4 +1,5 @@
 """Chapter 10: the Transformer's cross-attention scored as alignment on the date task."""
+
 import dataclasses
 import shutil
 
@@ -66,4 +67,7 @@ def test_the_record_regenerates_from_itself(tmp_path):
     assert again["metrics"] == record["metrics"]
     assert (again["recipe"], again["seeds"], again["command"]) == (record["recipe"], record["seeds"], record["command"])
     assert again["wall_seconds"] == record["wall_seconds"] and again.get("notes") == record.get("notes")
-    assert alignment.alignment_model_path() == results.RESULTS_DIR / "models" / "transformer-alignment-transformer-seed0.pt"
+    assert (
+        alignment.alignment_model_path()
+        == results.RESULTS_DIR / "models" / "transformer-alignment-transformer-seed0.pt"
+    )

@@ -1,5 +1,6 @@
 """The package's seams: model registry, checkpoints, tasks, the cache key, the results registry,
 the command line and the import graph (CONTRIBUTING.md)."""
+
 import ast
 import dataclasses
 import json
@@ -38,6 +39,7 @@ PACKAGE = ROOT / "attention"
 
 
 # --- a model family added the way CONTRIBUTING.md says: its file (here), the registry, its tests ---
+
 
 @dataclasses.dataclass
 class PoolingConfig:
@@ -81,11 +83,13 @@ def toy_classification(n=300, seed=0) -> ClassificationData:
             tokens[int(torch.randint(0, length, (1,), generator=g))] = "x"
         examples.append(Example(tuple(tokens), label))
     vocab = Vocab.build([e.tokens for e in examples])
-    return ClassificationData("toy-contains-x", examples[:200], examples[200:250], examples[250:], vocab,
-                              ["no x", "x"], seed)
+    return ClassificationData(
+        "toy-contains-x", examples[:200], examples[200:250], examples[250:], vocab, ["no x", "x"], seed
+    )
 
 
 # --- registry ---------------------------------------------------------------------------------
+
 
 def test_every_model_family_is_registered_with_a_dataclass_config():
     assert MODELS["seq2seq"] is Seq2Seq and MODELS["luong"] is LuongSeq2Seq
@@ -120,6 +124,7 @@ def test_luong_builds_through_the_shared_constructor():
 def test_score_facts_come_from_the_score_classes():
     assert [n for n in SCORES if not is_content_based(n)] == ["location"]
     from attention.studies.ablation import SCORE_NAMES
+
     assert sorted(SCORE_NAMES) == sorted(SCORES)
     with pytest.raises(ValueError, match="local attention needs a content-based score"):
         LuongSeq2Seq(LuongConfig(5, 5, attention="location", local="m"))
@@ -129,6 +134,7 @@ def test_score_facts_come_from_the_score_classes():
 
 # --- checkpoints ------------------------------------------------------------------------------
 
+
 def small_seq2seq():
     torch.manual_seed(0)
     return Seq2Seq(Seq2SeqConfig(src_vocab=9, tgt_vocab=7, embed_dim=8, hidden_dim=8))
@@ -137,8 +143,14 @@ def small_seq2seq():
 def test_checkpoint_extras_round_trip_under_weights_only(tmp_path):
     vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "貓", "cat"])
     history = History(epochs=[{"epoch": 1, "valid_loss": 2.5}], best_epoch=1, seconds=3.0, stopped="done")
-    extras = dict(vocab=vocab, history=history, vocabs=[vocab, vocab], table={"a": (1, 2.5, None)},
-                  tensor=torch.arange(3), note="plain")
+    extras = dict(
+        vocab=vocab,
+        history=history,
+        vocabs=[vocab, vocab],
+        table={"a": (1, 2.5, None)},
+        tensor=torch.arange(3),
+        note="plain",
+    )
     save_checkpoint(tmp_path / "m.pt", small_seq2seq(), **extras)
     model, extra = load_checkpoint(tmp_path / "m.pt")
     assert isinstance(model, Seq2Seq) and set(extra) == set(extras)
@@ -195,6 +207,7 @@ def test_wrong_files_get_clear_errors(tmp_path):
 
 # --- tasks, fit, the cache --------------------------------------------------------------------
 
+
 def test_fit_and_evaluate_take_any_registered_model_and_task(tmp_path):
     data = toy_classification()
     torch.manual_seed(0)
@@ -214,21 +227,27 @@ def test_fit_and_evaluate_take_any_registered_model_and_task(tmp_path):
     torch.manual_seed(0)
     fresh = AttentionPooling(PoolingConfig(len(data.vocab), 2))
     trained, h = ex.fit_cached(fresh, data, cache_dir=tmp_path, epochs=2, progress=False)
-    again, h2 = ex.fit_cached(AttentionPooling(PoolingConfig(len(data.vocab), 2)), data, cache_dir=tmp_path,
-                              epochs=2, progress=False)
+    again, h2 = ex.fit_cached(
+        AttentionPooling(PoolingConfig(len(data.vocab), 2)), data, cache_dir=tmp_path, epochs=2, progress=False
+    )
     assert h is not None and h2 is None and isinstance(again, AttentionPooling)
     assert all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), again.state_dict().values()))
 
 
 def test_a_cached_luong_model_loads_back(tmp_path):
     data = ex.dates_data(n=120)
-    model = ex.build_model(data, attention="dot", model="luong", local="p", window=2, embed_dim=8,
-                           hidden_dim=8).to("cpu")
+    model = ex.build_model(data, attention="dot", model="luong", local="p", window=2, embed_dim=8, hidden_dim=8).to(
+        "cpu"
+    )
     trained, history = ex.fit_cached(model, data, cache_dir=tmp_path, epochs=1, progress=False)
     assert history is not None and len(list((tmp_path / "models").glob("*.pt"))) == 1
-    again, history2 = ex.fit_cached(ex.build_model(data, attention="dot", model="luong", local="p", window=2,
-                                                   embed_dim=8, hidden_dim=8), data,
-                                    cache_dir=tmp_path, epochs=1, progress=False)
+    again, history2 = ex.fit_cached(
+        ex.build_model(data, attention="dot", model="luong", local="p", window=2, embed_dim=8, hidden_dim=8),
+        data,
+        cache_dir=tmp_path,
+        epochs=1,
+        progress=False,
+    )
     assert history2 is None and isinstance(again, LuongSeq2Seq) and again.cfg == trained.cfg
     for (k, a), b in zip(trained.state_dict().items(), again.state_dict().values()):
         assert torch.equal(a, b), k
@@ -283,15 +302,29 @@ def test_editing_docstrings_comments_or_the_book_keeps_every_cached_model(tmp_pa
         (copy / name).write_text((copy / name).read_text() + "\nCHANGED = 1\n")
     assert code_fingerprint(copy) == code_fingerprint()
     # end to end: the cache key computed by the edited copy of the package is this one's
-    code = ("import json, sys; from attention import experiments as ex; data = ex.dates_data(n=60); "
-            "print(ex.cache_key(ex.build_model(data, embed_dim=8, hidden_dim=8), data, epochs=1))")
+    code = (
+        "import json, sys; from attention import experiments as ex; data = ex.dates_data(n=60); "
+        "print(ex.cache_key(ex.build_model(data, embed_dim=8, hidden_dim=8), data, epochs=1))"
+    )
     here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True,
-                           env={**os.environ, "PYTHONPATH": str(tmp_path)}).stdout
+    there = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    ).stdout
     assert here.strip() and here == there
     # and the edited copy is what ran there
-    check = subprocess.run([sys.executable, "-c", "import attention; print(attention.__file__)"], capture_output=True,
-                           text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=True)
+    check = subprocess.run(
+        [sys.executable, "-c", "import attention; print(attention.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=True,
+    )
     assert check.stdout.startswith(str(copy))
 
 
@@ -311,6 +344,7 @@ def test_any_change_of_code_that_decides_weights_retrains(tmp_path):
 
 # --- the results registry ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", results.list_results())
 def test_every_recorded_result_follows_the_schema(name):
     record = results.load_result(name)  # validates
@@ -324,16 +358,25 @@ def test_the_registry_holds_the_books_records():
 
 
 def test_schema_violations_are_named(tmp_path):
-    good = results.record_result("demo", command="python -m attention demo", recipe={"lr": 0.1}, seeds=[0],
-                                 metrics={"bleu": 1.5}, wall_seconds=2.0, directory=tmp_path)
+    good = results.record_result(
+        "demo",
+        command="python -m attention demo",
+        recipe={"lr": 0.1},
+        seeds=[0],
+        metrics={"bleu": 1.5},
+        wall_seconds=2.0,
+        directory=tmp_path,
+    )
     assert results.load_result("demo", tmp_path) == good
     assert good["versions"]["torch"] == torch.__version__ and good["machine"]["threads"] >= 1
-    for change, message in ((dict(seeds=[]), "seeds must be a non-empty list"),
-                            (dict(metrics={"bleu": float("nan")}), r"metrics.bleu is not a finite number"),
-                            (dict(extra=1), "unknown key 'extra'"),
-                            (dict(command="python train.py"), "is not a 'python -m attention"),
-                            (dict(wall_seconds="1h"), "'wall_seconds' is a str"),
-                            (dict(created="30/11/2026"), "is not an ISO date")):
+    for change, message in (
+        (dict(seeds=[]), "seeds must be a non-empty list"),
+        (dict(metrics={"bleu": float("nan")}), r"metrics.bleu is not a finite number"),
+        (dict(extra=1), "unknown key 'extra'"),
+        (dict(command="python train.py"), "is not a 'python -m attention"),
+        (dict(wall_seconds="1h"), "'wall_seconds' is a str"),
+        (dict(created="30/11/2026"), "is not an ISO date"),
+    ):
         with pytest.raises(ValueError, match=message):
             results.validate_result(good | change)
     bad = {k: v for k, v in good.items() if k != "versions"}
@@ -347,15 +390,18 @@ def test_schema_violations_are_named(tmp_path):
 
 
 def test_command_line_lists_and_checks_the_records():
-    out = subprocess.run([sys.executable, "-m", "attention", "results"], capture_output=True, text=True,
-                         cwd=ROOT, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "attention", "results"], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout
     assert "hsk-convergence" in out and "python -m attention ablation --budget small" in out
-    help_text = subprocess.run([sys.executable, "-m", "attention", "--help"], capture_output=True, text=True,
-                               cwd=ROOT, check=True).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "attention", "--help"], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout
     assert all(c in help_text for c in ("convergence", "ablation", "results"))
 
 
 # --- the import graph -------------------------------------------------------------------------
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -372,7 +418,7 @@ def _targets(node, module: str, is_package: bool) -> list[str]:
     else:
         if node.level:
             base = module.split(".") if is_package else module.split(".")[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             prefix = ".".join(base + ([node.module] if node.module else []))
         else:
             prefix = node.module
@@ -419,7 +465,7 @@ def test_no_import_cycles():
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == "open":
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n):] + [n]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n) :] + [n]))
             if n not in state:
                 dfs(n)
         stack.pop()
@@ -448,16 +494,42 @@ def test_docstrings_cite_files_inside_the_repository():
 # --- the two floors: the library, and the book's code (studies, chapters, tools) ------------------
 
 #: the top level of the library: every module a reader imports, and nothing of the book
-LIBRARY_TOP = {"__init__", "__main__", "addressing", "bleu", "checkpoints", "cost", "device", "experiments", "explain",
-               "functional", "hard", "layers", "local", "masks", "metrics", "provenance", "scores", "train", "viz",
-               "widgets"}
+LIBRARY_TOP = {
+    "__init__",
+    "__main__",
+    "addressing",
+    "bleu",
+    "checkpoints",
+    "cost",
+    "device",
+    "experiments",
+    "explain",
+    "functional",
+    "hard",
+    "layers",
+    "local",
+    "masks",
+    "metrics",
+    "provenance",
+    "scores",
+    "train",
+    "viz",
+    "widgets",
+}
 LIBRARY_PACKAGES = {"data", "tasks", "models", "results"}
 BOOK_PACKAGES = {"studies", "book"}
 #: (from floor, to floor): the only import edges allowed. The library imports nothing of the book;
 #: the studies import the library and each other; the book's chapters, tools and command line import
 #: anything; ``python -m attention`` (attention.__main__) imports the command line.
-ALLOWED_EDGES = {("library", "library"), ("studies", "library"), ("studies", "studies"), ("book", "library"),
-                 ("book", "studies"), ("book", "book"), ("entry", "book")}
+ALLOWED_EDGES = {
+    ("library", "library"),
+    ("studies", "library"),
+    ("studies", "studies"),
+    ("book", "library"),
+    ("book", "studies"),
+    ("book", "book"),
+    ("entry", "book"),
+}
 
 
 def _floor(module: str) -> str:
@@ -472,8 +544,10 @@ def _floor(module: str) -> str:
 def test_the_top_level_of_the_library_holds_only_library_modules():
     top = {p.stem for p in PACKAGE.glob("*.py")}
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    assert top == LIBRARY_TOP, f"new or missing top-level modules: {sorted(top ^ LIBRARY_TOP)} (a recorded run " \
-                               "goes to attention/studies/, a chapter's figure or a tool to attention/book/)"
+    assert top == LIBRARY_TOP, (
+        f"new or missing top-level modules: {sorted(top ^ LIBRARY_TOP)} (a recorded run "
+        "goes to attention/studies/, a chapter's figure or a tool to attention/book/)"
+    )
     assert packages == LIBRARY_PACKAGES | BOOK_PACKAGES, sorted(packages)
 
 
@@ -485,9 +559,11 @@ def test_imports_between_the_floors_follow_the_table():
 
 
 def test_importing_the_library_loads_neither_the_book_nor_matplotlib_nor_ipywidgets():
-    code = ("import sys, attention, attention.experiments, attention.viz, attention.widgets, attention.models, "
-            "attention.tasks, attention.results; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets') "
-            "or m.startswith(('attention.studies', 'attention.book'))))")
+    code = (
+        "import sys, attention, attention.experiments, attention.viz, attention.widgets, attention.models, "
+        "attention.tasks, attention.results; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets') "
+        "or m.startswith(('attention.studies', 'attention.book'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]", out

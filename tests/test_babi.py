@@ -1,4 +1,5 @@
 """attention/data/babi.py: generated bAbI stories, the reader, the writer and the replaying checker."""
+
 import pytest
 
 from attention.data import babi
@@ -80,7 +81,7 @@ def test_checker_rejects_a_wrong_answer_with_its_line(task):
     for number, line in question_lines(text)[::7]:
         head, answer, support = line.split("\t")
         wrong = {"yes": "no", "no": "yes"}.get(answer) or next(x for x in LOCATIONS if x != answer)
-        bad = lines[:number - 1] + [f"{head}\t{wrong}\t{support}\n"] + lines[number:]
+        bad = lines[: number - 1] + [f"{head}\t{wrong}\t{support}\n"] + lines[number:]
         with pytest.raises(ValueError, match=rf"line {number}: .*answered '{wrong}'"):
             verify("".join(bad), task)
 
@@ -94,13 +95,13 @@ def test_checker_rejects_a_wrong_supporting_set_with_its_line(task):
         head, answer, support = line.rstrip("\n").split("\t")
         ids = support.split()
         start = number - int(head.split()[0])  # index of the story's first line (ids count from 1)
-        statements = [int(x.split()[0]) for x in lines[start:number - 1] if "\t" not in x]
+        statements = [int(x.split()[0]) for x in lines[start : number - 1] if "\t" not in x]
         other = next((s for s in statements if str(s) not in ids), None)
         mutations = [ids[:-1] + [str(other)]] if other is not None else []  # one fact swapped
         mutations += [ids + [str(other)]] if other is not None else []  # one fact too many
         mutations += [ids[1:]] if len(ids) > 1 else []  # one fact missing
         for new in mutations:
-            bad = lines[:number - 1] + [f"{head}\t{answer}\t{' '.join(new)}\n"] + lines[number:]
+            bad = lines[: number - 1] + [f"{head}\t{answer}\t{' '.join(new)}\n"] + lines[number:]
             with pytest.raises(ValueError, match=rf"line {number}: .*supported by"):
                 verify("".join(bad), task)
             tried += 1
@@ -132,13 +133,18 @@ def test_checker_catches_a_generator_bug(monkeypatch):
 
 
 def test_task_3_before_needs_a_first_visit():
-    story = ("1 John went to the kitchen.\n2 John got the milk there.\n3 John moved to the office.\n"
-             "4 Where was the milk before the office? \tkitchen\t2 1 3\n")
+    story = (
+        "1 John went to the kitchen.\n2 John got the milk there.\n3 John moved to the office.\n"
+        "4 Where was the milk before the office? \tkitchen\t2 1 3\n"
+    )
     verify(story, 3)
     back = story + "5 John went back to the kitchen.\n6 John moved to the office.\n"
-    with pytest.raises(ValueError, match=r"line 7: the milk is not being carried into the office for the "
-                                         r"first time \(it has been in \['kitchen', 'office', 'kitchen', "
-                                         r"'office'\]\)"):  # the office was seen before: 'before' is ambiguous
+    with pytest.raises(
+        ValueError,
+        match=r"line 7: the milk is not being carried into the office for the "
+        r"first time \(it has been in \['kitchen', 'office', 'kitchen', "
+        r"'office'\]\)",
+    ):  # the office was seen before: 'before' is ambiguous
         verify(back + "7 Where was the milk before the office? \tkitchen\t2 5 6\n", 3)
 
 
@@ -160,11 +166,17 @@ def test_official_snippets_parse_round_trip_and_check(tmp_path):
     one = parse_babi(OFFICIAL_QA1, "qa1_single-supporting-fact_test.txt")
     assert [len(s.entries) for s in one] == [6, 3]  # the numbering restarted at 1
     first = one[0].qas + one[1].qas
-    assert first[0] == QA((("mary", "moved", "to", "the", "bathroom"), ("john", "went", "to", "the", "hallway")),
-                          ("where", "is", "mary"), "bathroom", (0,))
+    assert first[0] == QA(
+        (("mary", "moved", "to", "the", "bathroom"), ("john", "went", "to", "the", "hallway")),
+        ("where", "is", "mary"),
+        "bathroom",
+        (0,),
+    )
     assert first[1].supports == (2,) and first[1].story[2] == ("daniel", "went", "back", "to", "the", "hallway")
-    assert first[2].story == (("sandra", "travelled", "to", "the", "office"),
-                              ("sandra", "went", "to", "the", "bathroom"))  # the new story only
+    assert first[2].story == (
+        ("sandra", "travelled", "to", "the", "office"),
+        ("sandra", "went", "to", "the", "bathroom"),
+    )  # the new story only
     assert one[1].entries[2] == Question(3, "Where is Sandra? ", "bathroom", (2,))
     assert one[0].entries[0] == Statement(1, "Mary moved to the bathroom.")
 
@@ -186,20 +198,30 @@ def test_official_snippets_parse_round_trip_and_check(tmp_path):
     verify(OFFICIAL_QA2, 2)
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("Mary moved to the bathroom.\n", 1, "expected '<number> <sentence>'"),
-    ("1 Mary moved to the bathroom.\n3 John went to the hallway.\n", 2, "line number 3 follows 1"),
-    ("2 Mary moved to the bathroom.\n", 1, "line number 2 follows None"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary? bathroom 1\n", 2, "has no tabs"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\n", 2, "got 2 tab-separated fields"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\tone\n", 2, "'one' are not numbers"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t\n", 2, "are not numbers"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t3\n", 2, r"\[3\] are not earlier statements"),
-    ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t1\n3 Where is Mary?\tbathroom\t2\n", 3,
-     r"\[2\] are not earlier statements"),  # 2 is a question, not a statement
-    ("1 Mary moved to the bathroom.\n1 John went to the hallway.\n2 Where is John?\thallway\t1\n"
-     "3 Where is Mary?\tbathroom\t1 4\n", 4, r"\[4\] are not earlier"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("Mary moved to the bathroom.\n", 1, "expected '<number> <sentence>'"),
+        ("1 Mary moved to the bathroom.\n3 John went to the hallway.\n", 2, "line number 3 follows 1"),
+        ("2 Mary moved to the bathroom.\n", 1, "line number 2 follows None"),
+        ("1 Mary moved to the bathroom.\n2 Where is Mary? bathroom 1\n", 2, "has no tabs"),
+        ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\n", 2, "got 2 tab-separated fields"),
+        ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\tone\n", 2, "'one' are not numbers"),
+        ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t\n", 2, "are not numbers"),
+        ("1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t3\n", 2, r"\[3\] are not earlier statements"),
+        (
+            "1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t1\n3 Where is Mary?\tbathroom\t2\n",
+            3,
+            r"\[2\] are not earlier statements",
+        ),  # 2 is a question, not a statement
+        (
+            "1 Mary moved to the bathroom.\n1 John went to the hallway.\n2 Where is John?\thallway\t1\n"
+            "3 Where is Mary?\tbathroom\t1 4\n",
+            4,
+            r"\[4\] are not earlier",
+        ),
+    ],
+)
 def test_malformed_lines_name_the_file_and_line(text, line, message):
     with pytest.raises(ValueError, match=rf"^qa1_test\.txt, line {line}: .*{message}"):
         parse_babi(text, "qa1_test.txt")

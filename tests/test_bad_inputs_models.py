@@ -3,6 +3,7 @@ never a framework-internal error: token ids outside the vocabulary (an ``IndexEr
 range in self`` on the CPU, a device-side assert on CUDA), negative ids, ids of a float dtype,
 special ids outside the config's vocabularies, ``max_len < 1``, a story with no slots; and greedy
 and beam search decode in eval mode whatever mode the model was left in."""
+
 import re
 
 import pytest
@@ -47,16 +48,22 @@ BOS = 2
 
 # --------------------------------------------------------------------------- the shared check
 
+
 def test_check_ids_names_the_tensor_the_vocabulary_the_id_and_its_position():
     ids = torch.tensor([[1, 2, 3], [4, 15, 12]])
-    message = (r"src \(2, 3\) has token id 15 at position \(1, 1\), but the source vocabulary has 12 ids \(0\.\.11\); "
-               r"2 ids are out of range, from 12 to 15")
+    message = (
+        r"src \(2, 3\) has token id 15 at position \(1, 1\), but the source vocabulary has 12 ids \(0\.\.11\); "
+        r"2 ids are out of range, from 12 to 15"
+    )
     with pytest.raises(ValueError, match=message):
         check_ids(ids, 12, "src", "source")
     with pytest.raises(ValueError, match=r"y_prev \(3,\) has token id -1 at position 2, .* vocabulary has 12 ids"):
         check_ids(torch.tensor([0, 1, -1]), 12, "y_prev", "target")
-    with pytest.raises(ValueError, match=r"tokens must hold token ids \(torch.long or torch.int32\); "
-                                         r"got torch.float32, shape \(2, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"tokens must hold token ids \(torch.long or torch.int32\); "
+        r"got torch.float32, shape \(2, 3\)",
+    ):
         check_ids(ids.float(), 12, "tokens")
     with pytest.raises(ValueError, match=r"tokens must hold token ids \(torch.long or torch.int32\); got torch.bool"):
         check_ids(ids > 2, 12, "tokens")
@@ -68,6 +75,7 @@ def test_check_ids_names_the_tensor_the_vocabulary_the_id_and_its_position():
 
 
 # --------------------------------------------------------------------------- the models, each with valid inputs
+
 
 def sentences(device, B=3, T=5):
     g = torch.Generator().manual_seed(0)
@@ -92,8 +100,11 @@ def stories(device):
 
 
 def transformer(**changes):
-    return Transformer(TransformerConfig(**(dict(src_vocab=V, tgt_vocab=V, d_model=16, num_heads=2, num_layers=1,
-                                                 d_ff=32, dropout=0.0) | changes)))
+    return Transformer(
+        TransformerConfig(
+            **(dict(src_vocab=V, tgt_vocab=V, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0) | changes)
+        )
+    )
 
 
 def seq2seq(**changes):
@@ -101,8 +112,9 @@ def seq2seq(**changes):
 
 
 def luong(**changes):
-    return LuongSeq2Seq(LuongConfig(**(dict(src_vocab=V, tgt_vocab=V, embed_dim=8, hidden_dim=8, dropout=0.0)
-                                       | changes)))
+    return LuongSeq2Seq(
+        LuongConfig(**(dict(src_vocab=V, tgt_vocab=V, embed_dim=8, hidden_dim=8, dropout=0.0) | changes))
+    )
 
 
 def translation(device):
@@ -114,23 +126,44 @@ def translation(device):
 #: every model fed ids through an embedding: name -> (builder, inputs(device) -> tuple, {index of an id tensor among
 #: the inputs: its name})
 EMBEDDING_FED = {
-    "bilstm-pooling": (lambda: BiLSTMPooling(PoolingClassifierConfig(V, 2, embed_dim=8, hidden_dim=4, mlp_dim=8)),
-                       sentences, {0: "tokens"}),
-    "self-attentive": (lambda: SelfAttentiveClassifier(SelfAttentiveConfig(V, 2, embed_dim=8, hidden_dim=4,
-                                                                           attention_dim=4, rows=2, mlp_dim=8)),
-                       sentences, {0: "tokens"}),
-    "attention-pooling": (lambda: AttentionPooling(AttentionPoolingConfig(V, 2, embed_dim=8, hidden_dim=4,
-                                                                          attention_dim=4, mlp_dim=8)),
-                          sentences, {0: "tokens"}),
-    "lstmn": (lambda: LSTMNClassifier(LSTMNConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4)),
-              sentences, {0: "tokens"}),
+    "bilstm-pooling": (
+        lambda: BiLSTMPooling(PoolingClassifierConfig(V, 2, embed_dim=8, hidden_dim=4, mlp_dim=8)),
+        sentences,
+        {0: "tokens"},
+    ),
+    "self-attentive": (
+        lambda: SelfAttentiveClassifier(
+            SelfAttentiveConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4, rows=2, mlp_dim=8)
+        ),
+        sentences,
+        {0: "tokens"},
+    ),
+    "attention-pooling": (
+        lambda: AttentionPooling(AttentionPoolingConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4, mlp_dim=8)),
+        sentences,
+        {0: "tokens"},
+    ),
+    "lstmn": (
+        lambda: LSTMNClassifier(LSTMNConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4)),
+        sentences,
+        {0: "tokens"},
+    ),
     "cmla": (lambda: CMLA(CMLAConfig(V, embed_dim=8, hidden_dim=4, slices=2, rnn_dim=4)), sentences, {0: "tokens"}),
-    "han": (lambda: HANClassifier(HANConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4)),
-            documents, {0: "tokens"}),
-    "memn2n": (lambda: MemN2N(MemN2NConfig(V, 3, embed_dim=8, hops=2, memory_size=4)),
-               stories, {0: "story", 1: "question"}),
-    "dmn": (lambda: DMN(DMNConfig(V, 3, embed_dim=8, hidden_dim=8, gate_dim=8, passes=2)),
-            stories, {0: "story", 1: "question"}),
+    "han": (
+        lambda: HANClassifier(HANConfig(V, 2, embed_dim=8, hidden_dim=4, attention_dim=4)),
+        documents,
+        {0: "tokens"},
+    ),
+    "memn2n": (
+        lambda: MemN2N(MemN2NConfig(V, 3, embed_dim=8, hops=2, memory_size=4)),
+        stories,
+        {0: "story", 1: "question"},
+    ),
+    "dmn": (
+        lambda: DMN(DMNConfig(V, 3, embed_dim=8, hidden_dim=8, gate_dim=8, passes=2)),
+        stories,
+        {0: "story", 1: "question"},
+    ),
     "transformer": (transformer, translation, {0: "src", 2: "tgt_in"}),
     "seq2seq": (seq2seq, translation, {0: "src", 2: "tgt_in"}),
     "luong": (luong, translation, {0: "src", 2: "tgt_in"}),
@@ -160,8 +193,11 @@ def test_an_id_outside_the_vocabulary_is_named_with_its_position(device, name, i
     for bad in (V, V + 7):
         wrong = list(args)
         wrong[index] = corrupt(args[index], bad)
-        with pytest.raises(ValueError, match=rf"{what} \(.*\) has token id {bad} at position "
-                                             rf"{last_position(args[index])}, but the .*vocabulary has {V} ids"):
+        with pytest.raises(
+            ValueError,
+            match=rf"{what} \(.*\) has token id {bad} at position "
+            rf"{last_position(args[index])}, but the .*vocabulary has {V} ids",
+        ):
             model(*wrong)
 
 
@@ -209,19 +245,33 @@ def test_the_transformer_names_the_target_vocabulary_of_tgt_in(device):
 
 # --------------------------------------------------------------------------- DMN and the captioner share the check
 
+
 def test_dmn_and_the_captioner_name_the_position_of_a_bad_id(device):
     model = DMN(DMNConfig(V, 3, embed_dim=8, hidden_dim=8, gate_dim=8, passes=2)).to(device)
     story, question = stories(device)
     with pytest.raises(ValueError, match=r"story \(2, 3, 4\) has token id 12 at position \(1, 2, 3\)"):
         model(corrupt(story, V), question)
-    cfg = CaptionerConfig(vocab=V, embed_dim=8, hidden_dim=8, annotation_dim=8, attention_dim=8, cnn_channels=4,
-                          image_height=8, image_width=8, conv_layers=2, pools=1)
+    cfg = CaptionerConfig(
+        vocab=V,
+        embed_dim=8,
+        hidden_dim=8,
+        annotation_dim=8,
+        attention_dim=8,
+        cnn_channels=4,
+        image_height=8,
+        image_width=8,
+        conv_layers=2,
+        pools=1,
+    )
     captioner = ShowAttendTell(cfg).to(device)
     images = torch.rand(2, 1, 8, 8, device=device)
     captions = torch.tensor([[1, 5, 6, 2], [1, 7, 2, 0]], device=device)
     captioner(images, captions)
-    with pytest.raises(ValueError, match=r"captions \(2, 4\) has token id 12 at position \(1, 3\), but the caption "
-                                         r"vocabulary has 12 ids"):
+    with pytest.raises(
+        ValueError,
+        match=r"captions \(2, 4\) has token id 12 at position \(1, 3\), but the caption "
+        r"vocabulary has 12 ids",
+    ):
         captioner(images, corrupt(captions, V))
     with pytest.raises(ValueError, match=r"captions must hold token ids \(torch.long\); got torch.int32"):
         captioner(images, captions.int())  # the loss gathers with them: int64 only
@@ -229,9 +279,21 @@ def test_dmn_and_the_captioner_name_the_position_of_a_bad_id(device):
 
 # --------------------------------------------------------------------------- the nested model (chapter 5b)
 
+
 def nested(char_level=True):
-    return NestedSeq2Seq(NestedConfig(src_vocab=V, tgt_vocab=V, char_vocab=9, char_level=char_level, embed_dim=8,
-                                      hidden_dim=8, char_embed_dim=4, char_hidden_dim=4, dropout=0.0))
+    return NestedSeq2Seq(
+        NestedConfig(
+            src_vocab=V,
+            tgt_vocab=V,
+            char_vocab=9,
+            char_level=char_level,
+            embed_dim=8,
+            hidden_dim=8,
+            char_embed_dim=4,
+            char_hidden_dim=4,
+            dropout=0.0,
+        )
+    )
 
 
 def nested_inputs(device):
@@ -268,20 +330,32 @@ def test_the_nested_model_checks_words_and_characters(device):
 
 # --------------------------------------------------------------------------- special ids of the configs
 
-@pytest.mark.parametrize("make, changes, message", [
-    (TransformerConfig, dict(pad_id=V), r"TransformerConfig.pad_id must be an int in \[0, 12\) .*; got 12"),
-    (TransformerConfig, dict(pad_id=-1), r"TransformerConfig.pad_id must be an int in \[0, 12\)"),
-    (TransformerConfig, dict(src_vocab=20, pad_id=15), r"pad_id must be an int in \[0, 12\) \(an id of "
-                                                       r"src_vocab=20 and tgt_vocab=12\); got 15"),
-    (TransformerConfig, dict(bos_id=V), r"TransformerConfig.bos_id must be an int in \[0, 12\) \(an id of "
-                                        r"tgt_vocab=12\); got 12"),
-    (TransformerConfig, dict(bos_id=2.0), r"bos_id must be an int"),
-    (TransformerConfig, dict(eos_id="3"), r"eos_id must be an int"),
-    (Seq2SeqConfig, dict(pad_id=V), r"Seq2SeqConfig.pad_id must be an int in \[0, 12\)"),
-    (Seq2SeqConfig, dict(bos_id=V), r"Seq2SeqConfig.bos_id must be an int in \[0, 12\)"),
-    (Seq2SeqConfig, dict(tgt_vocab=0), r"Seq2SeqConfig sizes must be positive integers; got \{'tgt_vocab': 0\}"),
-    (LuongConfig, dict(bos_id=-1), r"LuongConfig.bos_id must be an int in \[0, 12\)"),
-])
+
+@pytest.mark.parametrize(
+    "make, changes, message",
+    [
+        (TransformerConfig, dict(pad_id=V), r"TransformerConfig.pad_id must be an int in \[0, 12\) .*; got 12"),
+        (TransformerConfig, dict(pad_id=-1), r"TransformerConfig.pad_id must be an int in \[0, 12\)"),
+        (
+            TransformerConfig,
+            dict(src_vocab=20, pad_id=15),
+            r"pad_id must be an int in \[0, 12\) \(an id of "
+            r"src_vocab=20 and tgt_vocab=12\); got 15",
+        ),
+        (
+            TransformerConfig,
+            dict(bos_id=V),
+            r"TransformerConfig.bos_id must be an int in \[0, 12\) \(an id of "
+            r"tgt_vocab=12\); got 12",
+        ),
+        (TransformerConfig, dict(bos_id=2.0), r"bos_id must be an int"),
+        (TransformerConfig, dict(eos_id="3"), r"eos_id must be an int"),
+        (Seq2SeqConfig, dict(pad_id=V), r"Seq2SeqConfig.pad_id must be an int in \[0, 12\)"),
+        (Seq2SeqConfig, dict(bos_id=V), r"Seq2SeqConfig.bos_id must be an int in \[0, 12\)"),
+        (Seq2SeqConfig, dict(tgt_vocab=0), r"Seq2SeqConfig sizes must be positive integers; got \{'tgt_vocab': 0\}"),
+        (LuongConfig, dict(bos_id=-1), r"LuongConfig.bos_id must be an int in \[0, 12\)"),
+    ],
+)
 def test_special_ids_outside_the_vocabularies_are_refused_by_the_config(make, changes, message):
     with pytest.raises(ValueError, match=message):
         make(**(dict(src_vocab=V, tgt_vocab=V) | changes))
@@ -292,11 +366,20 @@ def test_an_eos_id_the_model_never_emits_is_allowed():
     assert TransformerConfig(V, V, eos_id=99).eos_id == 99 and Seq2SeqConfig(V, V, eos_id=99).eos_id == 99
 
 
-@pytest.mark.parametrize("make, extra", [
-    (PoolingClassifierConfig, dict(classes=2)), (SelfAttentiveConfig, dict(classes=2)),
-    (AttentionPoolingConfig, dict(classes=2)), (LSTMNConfig, dict(classes=2)), (HANConfig, dict(classes=2)),
-    (CMLAConfig, {}), (MemN2NConfig, dict(answers=3)), (DMNConfig, dict(answers=3)),
-], ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize(
+    "make, extra",
+    [
+        (PoolingClassifierConfig, dict(classes=2)),
+        (SelfAttentiveConfig, dict(classes=2)),
+        (AttentionPoolingConfig, dict(classes=2)),
+        (LSTMNConfig, dict(classes=2)),
+        (HANConfig, dict(classes=2)),
+        (CMLAConfig, {}),
+        (MemN2NConfig, dict(answers=3)),
+        (DMNConfig, dict(answers=3)),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
 def test_a_pad_id_outside_the_vocabulary_is_refused_by_every_classifier_config(make, extra):
     for pad_id in (V, -1, 1.5):
         with pytest.raises(ValueError, match=rf"{make.__name__}.pad_id must be an int in \[0, 12\)"):
@@ -305,6 +388,7 @@ def test_a_pad_id_outside_the_vocabulary_is_refused_by_every_classifier_config(m
 
 
 # --------------------------------------------------------------------------- max_len
+
 
 @pytest.mark.parametrize("max_len", [0, -3, 2.5])
 def test_decoding_refuses_a_max_len_below_one(device, max_len):
@@ -320,6 +404,7 @@ def test_decoding_refuses_a_max_len_below_one(device, max_len):
 
 # --------------------------------------------------------------------------- DMN: a story with no slots
 
+
 def test_a_dmn_story_with_no_slots_or_no_word_positions_is_refused(device):
     model = DMN(DMNConfig(V, 3, embed_dim=8, hidden_dim=8, gate_dim=8, passes=2)).to(device)
     story, question = stories(device)
@@ -330,6 +415,7 @@ def test_a_dmn_story_with_no_slots_or_no_word_positions_is_refused(device):
 
 
 # --------------------------------------------------------------------------- decoding in eval mode
+
 
 def noisy(build):
     torch.manual_seed(0)
@@ -364,8 +450,18 @@ def test_the_mode_is_restored_when_decoding_fails(device):
 
 def test_the_nested_greedy_and_the_captioner_decode_in_eval_mode(device):
     torch.manual_seed(0)
-    model = NestedSeq2Seq(NestedConfig(src_vocab=V, tgt_vocab=V, char_vocab=9, embed_dim=8, hidden_dim=8,
-                                       char_embed_dim=4, char_hidden_dim=4, dropout=0.5)).to(device)
+    model = NestedSeq2Seq(
+        NestedConfig(
+            src_vocab=V,
+            tgt_vocab=V,
+            char_vocab=9,
+            embed_dim=8,
+            hidden_dim=8,
+            char_embed_dim=4,
+            char_hidden_dim=4,
+            dropout=0.5,
+        )
+    ).to(device)
     src, lengths, _, chars, char_lengths, _, _ = nested_inputs(device)
     reference = model.eval().greedy(src, lengths, chars=chars, char_lengths=char_lengths, max_len=6)
     model.train()
@@ -374,8 +470,19 @@ def test_the_nested_greedy_and_the_captioner_decode_in_eval_mode(device):
         torch.testing.assert_close(again.attention, reference.attention)
     assert model.training
     torch.manual_seed(0)
-    cfg = CaptionerConfig(vocab=V, embed_dim=8, hidden_dim=8, annotation_dim=8, attention_dim=8, cnn_channels=4,
-                          image_height=8, image_width=8, conv_layers=2, pools=1, dropout=0.5)
+    cfg = CaptionerConfig(
+        vocab=V,
+        embed_dim=8,
+        hidden_dim=8,
+        annotation_dim=8,
+        attention_dim=8,
+        cnn_channels=4,
+        image_height=8,
+        image_width=8,
+        conv_layers=2,
+        pools=1,
+        dropout=0.5,
+    )
     captioner = ShowAttendTell(cfg).to(device)
     images = torch.rand(2, 1, 8, 8, device=device)
     tokens, attention = captioner.eval().generate(images, 5)

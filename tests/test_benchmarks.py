@@ -1,5 +1,6 @@
 """The benchmark (``python -m attention bench``) and chapter 9's local-attention benchmark keep
 running; their timings are printed and recorded, never asserted (these machines are noisy)."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def quick_record(tmp_path_factory):
     """A quick CPU run written into a registry that already holds a (made-up) CUDA section."""
     directory = tmp_path_factory.mktemp("registry")
-    earlier = results.record_result("benchmark", command="python -m attention bench", recipe={}, seeds=[0],
-                                    metrics={"cuda": {"label": "cuda: an earlier GPU", "rows": []}},
-                                    wall_seconds=1.0, directory=directory)
+    earlier = results.record_result(
+        "benchmark",
+        command="python -m attention bench",
+        recipe={},
+        seeds=[0],
+        metrics={"cuda": {"label": "cuda: an earlier GPU", "rows": []}},
+        wall_seconds=1.0,
+        directory=directory,
+    )
     assert earlier["metrics"]["cuda"]
     rows = bench.run_benchmark(["cpu"], quick=True, directory=directory, progress=False)
     return rows, results.load_result("benchmark", directory)
@@ -66,7 +73,11 @@ def test_the_recorded_benchmark_covers_the_current_goals():
 
 
 def test_local_attention_benchmark_runs_and_its_memory_checks_hold():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_local.py"), "--quick"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_local.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "local memory grew" in done.stdout

@@ -1,4 +1,5 @@
 """BLEU from first principles (attention/bleu.py) equals sacreBLEU, case by case and on real text."""
+
 import random
 
 import pytest
@@ -23,7 +24,9 @@ CASES = {
 
 def sacre(hyps, refs, tokenizer, smooth, sentence=False):
     if sentence:
-        return BLEU(tokenize=tokenizer, smooth_method=smooth, effective_order=True).sentence_score(hyps[0], refs[0]).score
+        return (
+            BLEU(tokenize=tokenizer, smooth_method=smooth, effective_order=True).sentence_score(hyps[0], refs[0]).score
+        )
     return BLEU(tokenize=tokenizer, smooth_method=smooth).corpus_score(hyps, [list(r) for r in zip(*refs)]).score
 
 
@@ -32,10 +35,12 @@ def sacre(hyps, refs, tokenizer, smooth, sentence=False):
 @pytest.mark.parametrize("smooth", sorted(bleu.SMOOTHING))
 def test_equal_to_sacrebleu(case, tokenizer, smooth):
     hyps, refs = CASES[case]
-    assert bleu.corpus_bleu(hyps, refs, tokenizer, smooth).score == pytest.approx(sacre(hyps, refs, tokenizer, smooth),
-                                                                                   abs=1e-6)
+    assert bleu.corpus_bleu(hyps, refs, tokenizer, smooth).score == pytest.approx(
+        sacre(hyps, refs, tokenizer, smooth), abs=1e-6
+    )
     assert bleu.sentence_bleu(hyps[0], refs[0], tokenizer, smooth).score == pytest.approx(
-        sacre(hyps, refs, tokenizer, smooth, sentence=True), abs=1e-6)
+        sacre(hyps, refs, tokenizer, smooth, sentence=True), abs=1e-6
+    )
 
 
 def test_the_pieces_by_hand():
@@ -103,5 +108,6 @@ def test_equal_to_sacrebleu_on_real_sentences(side, tokenizer):
         assert ours == pytest.approx(sacre(hyps, [[r] for r in refs], tokenizer, smooth), abs=1e-6)
         assert 5 < ours < 95
     for h, r in list(zip(hyps, refs))[:50]:
-        assert bleu.sentence_bleu(h, [r], tokenizer).score == pytest.approx(sacre([h], [[r]], tokenizer, "exp", True),
-                                                                             abs=1e-6)
+        assert bleu.sentence_bleu(h, [r], tokenizer).score == pytest.approx(
+            sacre([h], [[r]], tokenizer, "exp", True), abs=1e-6
+        )

@@ -2,6 +2,7 @@
 
 Synthetic data only: random images (B, 1, 16, 40), random captions of digit words.
 """
+
 import dataclasses
 
 import pytest
@@ -31,11 +32,11 @@ def data(B=4, words=3, device="cpu", seed=0):
     templates = templates * torch.linspace(0.3, 1.0, V)[:, None, None]  # each word its own brightness
     captions = torch.full((B, words + 2), PAD, dtype=torch.long)
     captions[:, 0] = BOS
-    captions[:, 1:words + 1] = torch.randint(3, V, (B, words), generator=g)
+    captions[:, 1 : words + 1] = torch.randint(3, V, (B, words), generator=g)
     captions[:, words + 1] = EOS
     images = 0.1 * torch.rand(B, 1, 16, 40, generator=g)
     for j in range(min(words, 3)):
-        images[:, 0, :, 13 * j:13 * j + 13] += 0.9 * templates[captions[:, j + 1]]  # (B, 16, 13)
+        images[:, 0, :, 13 * j : 13 * j + 13] += 0.9 * templates[captions[:, j + 1]]  # (B, 16, 13)
     return images.to(device), captions.to(device)
 
 
@@ -101,7 +102,7 @@ def test_reinforce_is_unbiased_and_baseline_lowers_variance():
         logp = torch.log_softmax(rows, -1).gather(1, idx[:, None])[:, 0]  # (N,)
         reinforce_surrogate(f[idx], logp, b).sum().backward()
         per_sample = rows.grad  # (N, G)
-        se = per_sample.std(0) / N ** 0.5
+        se = per_sample.std(0) / N**0.5
         assert bool(((per_sample.mean(0) - truth).abs() <= 4 * se).all()), (per_sample.mean(0), truth, se)
         variances[b] = float(per_sample.var(0).sum())
     assert variances[float(p @ f)] < 0.2 * variances[0.0]
@@ -165,16 +166,29 @@ def test_overfits_tiny_set(device, attention):
 
 
 def test_bad_configs_and_inputs_refused():
-    for bad in (dict(attention="sparse"), dict(vocab=0), dict(bos_id=13), dict(eos_id=0), dict(tau=0.0),
-                dict(dropout=1.0), dict(pools=4), dict(image_width=42), dict(entropy_weight=-1.0),
-                dict(expectation_prob=1.5)):
+    for bad in (
+        dict(attention="sparse"),
+        dict(vocab=0),
+        dict(bos_id=13),
+        dict(eos_id=0),
+        dict(tau=0.0),
+        dict(dropout=1.0),
+        dict(pools=4),
+        dict(image_width=42),
+        dict(entropy_weight=-1.0),
+        dict(expectation_prob=1.5),
+    ):
         with pytest.raises(ValueError):
             CaptionerConfig(**{**SMALL, **bad})
     m = model()
     images, captions = data()
-    for imgs, caps, msg in ((images[:, :, :8], captions, "16, 40"), (images, captions[:3], "captions"),
-                            (images, captions.float(), "long"), (images, captions + 20, "vocabulary"),
-                            (images, captions[:, 1:], "bos")):
+    for imgs, caps, msg in (
+        (images[:, :, :8], captions, "16, 40"),
+        (images, captions[:3], "captions"),
+        (images, captions.float(), "long"),
+        (images, captions + 20, "vocabulary"),
+        (images, captions[:, 1:], "bos"),
+    ):
         with pytest.raises(ValueError, match=msg):
             m(imgs, caps)
     with pytest.raises(ValueError, match="max_len"):

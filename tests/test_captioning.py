@@ -1,4 +1,5 @@
 """Chapter 8's recorded run (attention/studies/captioning.py), on a seconds-long stand-in."""
+
 import pytest
 import torch
 
@@ -6,14 +7,22 @@ from attention import results
 from attention.studies import captioning
 from attention.tasks.captions import digit_captions
 
-TINY = {"seeds": [0], "n_train": 40, "n_valid": 16, "n_test": 16, "max_epochs": 1, "spread_samples": 3,
-        "spread_batch": 4}
+TINY = {
+    "seeds": [0],
+    "n_train": 40,
+    "n_valid": 16,
+    "n_test": 16,
+    "max_epochs": 1,
+    "spread_samples": 3,
+    "spread_batch": 4,
+}
 
 
 def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     import dataclasses
 
     from attention.studies.base import run_study, study_status
+
     study = captioning.STUDY.with_recipe(**TINY)
     assert study_status(study, tmp_path)["missing"] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
     assert run_study(study, tmp_path, only=["hard/*"]) is None  # a piece at a time, kept as it lands
@@ -35,6 +44,7 @@ def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     assert results.load_result("soft-hard-captions", tmp_path)["command"] == "python -m attention captions"
     assert study_status(study, tmp_path)["missing"] == []
     from attention.checkpoints import load_checkpoint
+
     for arm in ("soft", "hard", "gumbel"):
         model, _ = load_checkpoint(captioning.captioner_path(arm, tmp_path), expect="show-attend-tell")
         assert model.cfg.attention == arm
@@ -53,15 +63,22 @@ def test_the_record_regenerates_from_the_record_alone(tmp_path):
     import shutil
 
     from attention.studies.base import run_study, study_status
+
     study = captioning.STUDY
     shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
     record = results.load_result(study.name, tmp_path)
-    assert study_status(study, tmp_path) == {"done": [f"{a}/seed{s}" for s in (0, 1, 2) for a in ("soft", "hard", "gumbel")],
-                                             "missing": []}
+    assert study_status(study, tmp_path) == {
+        "done": [f"{a}/seed{s}" for s in (0, 1, 2) for a in ("soft", "hard", "gumbel")],
+        "missing": [],
+    }
     again = run_study(study, tmp_path, write=False)
     assert again["metrics"] == record["metrics"]
-    assert (again["wall_seconds"], again.get("notes"), again["recipe"], again["command"]) == \
-        (record["wall_seconds"], record.get("notes"), record["recipe"], record["command"])
+    assert (again["wall_seconds"], again.get("notes"), again["recipe"], again["command"]) == (
+        record["wall_seconds"],
+        record.get("notes"),
+        record["recipe"],
+        record["command"],
+    )
     # ... and a record whose summary does not follow from its rows does not regenerate
     record["metrics"]["runs"][1]["gradient_spread"]["hard, baseline"]["mean_variance"] *= 2
     (tmp_path / f"{study.name}.json").write_text(json.dumps(record))
@@ -80,15 +97,22 @@ def test_chance_alignment_counts_the_cells_that_overlap_each_digit():
 def test_build_captioner_uses_the_tasks_vocabulary():
     data = digit_captions(n_train=4, n_valid=2, n_test=2)
     model = captioning.build_captioner(data, "hard")
-    assert (model.cfg.pad_id, model.cfg.bos_id, model.cfg.eos_id) == (data.vocab.pad_id, data.vocab.bos_id,
-                                                                      data.vocab.eos_id)
-    assert model.cfg.attention == "hard" and model.grid == (16 >> captioning.CAPTIONS["pools"], 40 >> captioning.CAPTIONS["pools"])
+    assert (model.cfg.pad_id, model.cfg.bos_id, model.cfg.eos_id) == (
+        data.vocab.pad_id,
+        data.vocab.bos_id,
+        data.vocab.eos_id,
+    )
+    assert model.cfg.attention == "hard" and model.grid == (
+        16 >> captioning.CAPTIONS["pools"],
+        40 >> captioning.CAPTIONS["pools"],
+    )
     with pytest.raises(ValueError, match="attention must be one of"):
         captioning.build_captioner(data, "sharp")
 
 
 def test_the_figures_of_chapter_8_draw_and_refuse_bad_shapes():
     from attention.book.chapters.ch08 import canvases_figure, glimpse_figure
+
     data = digit_captions(n_train=4, n_valid=2, n_test=3)
     images = torch.stack([e.image for e in data.test])
     fig = canvases_figure(images, [["one", "two", "three"]] * 3, [e.boxes for e in data.test], grid=(2, 5))

@@ -1,4 +1,5 @@
 """Chapter 11: the closing table reads every mechanism's best result from the leaderboard."""
+
 import pytest
 
 from attention.book import closing, leaderboard
@@ -15,8 +16,11 @@ def test_every_mechanism_maps_to_a_family_and_a_recorded_result():
         if where is not None:
             b = best[mechanism]
             assert b["record"] == where[0] and b["entry"].startswith(where[1]) and b["attention"]
-            same = [r["mean"] for r in rows if r["record"] == where[0] and r["entry"].startswith(where[1])
-                    and r["attention"]]
+            same = [
+                r["mean"]
+                for r in rows
+                if r["record"] == where[0] and r["entry"].startswith(where[1]) and r["attention"]
+            ]
             assert b["mean"] == max(same)
 
 

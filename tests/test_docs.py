@@ -5,6 +5,7 @@
 * README's table of "The package" lists every module of the package, and nothing that is gone;
 * the sections that docstrings of the package cite (``CONTRIBUTING.md``, "Section") exist.
 """
+
 import ast
 import re
 from pathlib import Path
@@ -16,9 +17,18 @@ BOOK = ROOT / "book"
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 PAGES = sorted(BOOK.glob("*.md"))
 
-SECTIONS = ["Package conventions", "Adding a model", "Adding a task", "Adding a chapter",
-            "Adding an explorer", "Names the book quotes", "Cached models", "Recorded results", "Data",
-            "Tests and CI"]
+SECTIONS = [
+    "Package conventions",
+    "Adding a model",
+    "Adding a task",
+    "Adding a chapter",
+    "Adding an explorer",
+    "Names the book quotes",
+    "Cached models",
+    "Recorded results",
+    "Data",
+    "Tests and CI",
+]
 
 # A MyST directive fence: ```{literalinclude} path  or  :::{literalinclude} path (3+ marks).
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{literalinclude\}\s+(?P<path>\S+)\s*$")
@@ -45,15 +55,22 @@ def literalincludes() -> list[dict]:
             if not match:
                 continue
             options = {}
-            for option in lines[i + 1:]:
+            for option in lines[i + 1 :]:
                 opt = OPTION.match(option.strip())
                 if not opt:
                     break
                 options[opt["key"]] = _unquote(opt["value"])
             raw = match["path"]
             target = ROOT / raw.lstrip("/") if raw.startswith("/") else page.parent / raw
-            found.append({"page": page.relative_to(ROOT).as_posix(), "line": i + 1, "raw": raw,
-                          "path": target, "options": options})
+            found.append(
+                {
+                    "page": page.relative_to(ROOT).as_posix(),
+                    "line": i + 1,
+                    "raw": raw,
+                    "path": target,
+                    "options": options,
+                }
+            )
     return found
 
 
@@ -75,8 +92,14 @@ def find_pyobject(tree: ast.Module, dotted: str) -> ast.AST | None:
     body = tree.body
     node = None
     for part in dotted.split("."):
-        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == part), None)
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part
+            ),
+            None,
+        )
         if node is None:
             return None
         body = getattr(node, "body", [])
@@ -145,7 +168,7 @@ def section(text: str, title: str) -> str:
     assert match, f"CONTRIBUTING.md has no section {title!r}"
     level = len(match.group(1))
     end = re.compile(rf"^#{{1,{level}}}\s", re.M).search(text, match.end())
-    return text[match.end():end.start() if end else len(text)]
+    return text[match.end() : end.start() if end else len(text)]
 
 
 def quoted() -> dict[tuple[str, str], set[str]]:
@@ -158,6 +181,7 @@ def quoted() -> dict[tuple[str, str], set[str]]:
 
 # --- the book's quotes -------------------------------------------------------------------------
 
+
 def test_the_book_quotes_code():
     assert PAGES and literalincludes(), "no literalinclude found in book/*.md: has the directive syntax changed?"
 
@@ -169,6 +193,7 @@ def test_every_quote_names_code_that_exists(include):
 
 
 # --- sections ----------------------------------------------------------------------------------
+
 
 def test_contributing_has_every_section():
     present = headings(contributing())
@@ -186,8 +211,7 @@ def citations() -> list[tuple[str, str]]:
 
 
 def test_the_citation_pattern_finds_the_packages_citations():
-    mentions = sum(p.read_text(encoding="utf-8").count("CONTRIBUTING.md")
-                   for p in (ROOT / "attention").rglob("*.py"))
+    mentions = sum(p.read_text(encoding="utf-8").count("CONTRIBUTING.md") for p in (ROOT / "attention").rglob("*.py"))
     assert mentions == 0 or citations(), "the package mentions CONTRIBUTING.md but no citation was parsed"
 
 
@@ -202,8 +226,8 @@ def test_the_readmes_module_table_lists_every_module_of_the_package():
     attention/book appears in README's table of "The package" (a row may list several modules of
     one folder by their file names after the first path)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## The package"):]
-    section = section[:section.index("\n## ", 5)]
+    section = readme[readme.index("## The package") :]
+    section = section[: section.index("\n## ", 5)]
     rows = [line for line in section.splitlines() if line.startswith("| `attention/")]
     listed = set()
     for row in rows:
@@ -213,8 +237,11 @@ def test_the_readmes_module_table_lists_every_module_of_the_package():
         listed |= set(paths) | {f"{folder}/{name}" for name in re.findall(r"`(\w+\.py)`", cell)}
     package = ROOT / "attention"
     expected = {f"attention/{p.name}" for p in package.glob("*.py")}
-    expected |= {f"attention/{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()
-                 and p.name not in ("studies", "book")}
+    expected |= {
+        f"attention/{p.name}/"
+        for p in package.iterdir()
+        if (p / "__init__.py").exists() and p.name not in ("studies", "book")
+    }
     expected |= {f"attention/studies/{p.name}" for p in (package / "studies").glob("*.py") if p.name != "__init__.py"}
     expected |= {f"attention/book/{p.name}" for p in (package / "book").glob("*.py") if p.name != "__init__.py"}
     expected |= {f"attention/book/{p.name}/" for p in (package / "book").iterdir() if (p / "__init__.py").exists()}

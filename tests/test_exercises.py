@@ -1,4 +1,5 @@
 """Every exercise's checker accepts its solution and refuses a typical wrong answer."""
+
 import pytest
 
 from attention.book import exercises

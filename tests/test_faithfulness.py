@@ -1,5 +1,6 @@
 """Faithfulness tests of attention (attention/explain.py): running a pooling classifier with
 other weights, the perturbations, adversarial weights, input × gradient."""
+
 import math
 
 import pytest
@@ -14,8 +15,13 @@ from attention.tasks import ClassificationData, Example
 
 def model_and_batch(device, pool="scalar"):
     torch.manual_seed(0)
-    model = AttentionPooling(AttentionPoolingConfig(20, 2, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8,
-                                                    pool=pool)).to(device).eval()
+    model = (
+        AttentionPooling(
+            AttentionPoolingConfig(20, 2, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8, pool=pool)
+        )
+        .to(device)
+        .eval()
+    )
     tokens = torch.randint(1, 20, (3, 6), device=device)
     lengths = torch.tensor([6, 3, 1], device=device)
     tokens = tokens.masked_fill(torch.arange(6, device=device)[None] >= lengths[:, None], 0)
@@ -49,8 +55,9 @@ def test_perturbations_keep_distributions_over_the_real_words(device):
     p = fa.permuted(w, n, torch.Generator().manual_seed(1))
     assert sorted(p[0, :4, 0].tolist()) == pytest.approx([0.1, 0.2, 0.3, 0.4]) and (p[0, 4:] == 0).all()
     torch.testing.assert_close(fa.uniform(w, n)[0, :, 0], torch.tensor([0.25] * 4 + [0, 0], device=device))
-    torch.testing.assert_close(fa.without_top(w, n)[0, :, 0],
-                               torch.tensor([1 / 6, 2 / 6, 3 / 6, 0, 0, 0], device=device))
+    torch.testing.assert_close(
+        fa.without_top(w, n)[0, :, 0], torch.tensor([1 / 6, 2 / 6, 3 / 6, 0, 0, 0], device=device)
+    )
     one = torch.tensor([[1.0, 0.0]], device=device)[:, :, None]
     torch.testing.assert_close(fa.without_top(one, torch.tensor([1], device=device)), one)  # nothing else to read
 
@@ -95,11 +102,13 @@ def test_input_x_gradient_by_hand(device):
 def test_perturbation_report_on_a_tiny_set():
     words = ["good", "bad", "film", "the"]
     examples = [Example(tuple(words[(i + j) % 4] for j in range(2 + i % 3)), i % 2) for i in range(12)]
-    data = ClassificationData("tiny", examples, examples, examples, Vocab.build([e.tokens for e in examples]),
-                              ["a", "b"])
+    data = ClassificationData(
+        "tiny", examples, examples, examples, Vocab.build([e.tokens for e in examples]), ["a", "b"]
+    )
     torch.manual_seed(0)
-    model = AttentionPooling(AttentionPoolingConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=6, attention_dim=5,
-                                                    mlp_dim=8, pool="scalar"))
+    model = AttentionPooling(
+        AttentionPoolingConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8, pool="scalar")
+    )
     report = fa.perturbation_report(model, data, examples, batch_size=5)
     assert report["n"] == 12 and set(report) >= {"permuted", "uniform", "without top", "adversarial"}
     assert all(0 <= report[k]["flip_rate"] <= 1 and 0 <= report[k]["tvd"] <= 1 for k in ("permuted", "uniform"))
@@ -146,12 +155,17 @@ def test_the_recorded_run_regenerates_from_its_rows_alone(tmp_path):
     recorded = results.load_result("faithfulness")
     shutil.copy(results.RESULTS_DIR / "faithfulness.json", tmp_path)
     assert study_status(evaluation.STUDY, tmp_path) == {
-        "done": [p.key for p in evaluation.STUDY.pieces(evaluation.FAITHFULNESS)], "missing": []}
+        "done": [p.key for p in evaluation.STUDY.pieces(evaluation.FAITHFULNESS)],
+        "missing": [],
+    }
     again = run_study(evaluation.STUDY, tmp_path, write=False)
     assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(evaluation.FAITHFULNESS))
     assert again["metrics"] == recorded["metrics"]
-    assert (again["wall_seconds"], again["notes"], again["command"]) == \
-        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert (again["wall_seconds"], again["notes"], again["command"]) == (
+        recorded["wall_seconds"],
+        recorded["notes"],
+        recorded["command"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faithfulness.json"]  # nothing written
 
 
@@ -167,7 +181,7 @@ def test_the_rederived_decoder_step_is_the_models_own_and_the_transforms_matter(
     batch = collate(list(dates.test), dates.src_vocab, dates.tgt_vocab)
     own = fa.greedy_with_weights(model, batch.src, batch.src_lengths, lambda w, n, g: w)
     reference = model.greedy(batch.src, batch.src_lengths, max_len=40).tokens
-    assert torch.equal(own, reference[:, :own.shape[1]])  # the same tokens as Seq2Seq.step gives
+    assert torch.equal(own, reference[:, : own.shape[1]])  # the same tokens as Seq2Seq.step gives
     report = fa.decoder_report(model, dates)
     assert report["n"] == len(dates.test) and report["own"]["changed"] == 0.0
     assert set(report) >= set(fa.TRANSFORMS) and all(0 <= report[k]["changed"] <= 1 for k in fa.TRANSFORMS)

@@ -1,6 +1,7 @@
 """One small runnable example per model family (attention/book/families.py): every registered family has
 one, it trains (finite loss, finite gradients), its attention map is a distribution over the real
 positions, and a seed fixes it."""
+
 import pytest
 import torch
 

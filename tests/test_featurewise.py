@@ -1,5 +1,6 @@
 """Multi-dimensional (feature-wise) attention (chapter 4): the layer, the sentence classifier that
 pools with it, and the recorded comparison with scalar attention and mean pooling."""
+
 import json
 import shutil
 
@@ -82,8 +83,9 @@ def test_bad_input_is_refused_with_the_shapes():
 
 
 def test_attention_pooling_model_shapes_masks_and_config(device):
-    model = AttentionPooling(AttentionPoolingConfig(20, 3, embed_dim=8, hidden_dim=6, attention_dim=5,
-                                                    mlp_dim=8)).to(device)
+    model = AttentionPooling(AttentionPoolingConfig(20, 3, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8)).to(
+        device
+    )
     assert model_name(model) == "attention-pooling"
     tokens = torch.randint(1, 20, (3, 6), device=device)
     lengths = torch.tensor([6, 2, 4], device=device)
@@ -92,8 +94,18 @@ def test_attention_pooling_model_shapes_masks_and_config(device):
     P = out.attention["features"]
     assert out.logits.shape == (3, 3) and P.shape == (3, 6, 12)
     assert (P[1, 2:] == 0).all() and torch.allclose(P[1, :2].sum(0), torch.ones(12, device=device))
-    scalar = build("attention-pooling", {"vocab": 20, "classes": 3, "embed_dim": 8, "hidden_dim": 6,
-                                         "attention_dim": 5, "mlp_dim": 8, "pool": "scalar"}).to(device)
+    scalar = build(
+        "attention-pooling",
+        {
+            "vocab": 20,
+            "classes": 3,
+            "embed_dim": 8,
+            "hidden_dim": 6,
+            "attention_dim": 5,
+            "mlp_dim": 8,
+            "pool": "scalar",
+        },
+    ).to(device)
     assert scalar(tokens, lengths).attention["features"].shape == (3, 6, 1)
     with pytest.raises(ValueError, match=r"pool must be one of \('features', 'scalar'\); got 'max'"):
         AttentionPoolingConfig(20, 3, pool="max")
@@ -113,8 +125,9 @@ def tiny_task(n=24, seed=0):
 @pytest.mark.parametrize("pool", ["features", "scalar"])
 def test_attention_pooling_overfits_a_tiny_set(device, pool):
     data = tiny_task()
-    model = AttentionPooling(AttentionPoolingConfig(len(data.vocab), 2, embed_dim=16, hidden_dim=16,
-                                                    attention_dim=16, mlp_dim=16, pool=pool)).to(device)
+    model = AttentionPooling(
+        AttentionPoolingConfig(len(data.vocab), 2, embed_dim=16, hidden_dim=16, attention_dim=16, mlp_dim=16, pool=pool)
+    ).to(device)
     before = ex.evaluate(model, data, data.train)["accuracy"]
     ex.fit(model, data, epochs=40, batch_size=16, lr=3e-2, patience=40, progress=False)
     after = ex.evaluate(model, data, data.train)["accuracy"]
@@ -143,8 +156,9 @@ def test_run_multidim_resumes_and_records_once_every_run_is_done(tmp_path, monke
     full = sentiment_data("vader")
     small = type(full)(full.name, full.train[:60], full.valid[:20], full.test[:20], full.vocab, full.labels, full.seed)
     monkeypatch.setattr(multidim, "sentiment_data", lambda *a, **k: small)
-    study = multidim.STUDY.with_recipe(seeds=[0, 1], variants=["features", "mean"], max_epochs=1, hidden_dim=8,
-                                       embed_dim=8, attention_dim=8)
+    study = multidim.STUDY.with_recipe(
+        seeds=[0, 1], variants=["features", "mean"], max_epochs=1, hidden_dim=8, embed_dim=8, attention_dim=8
+    )
     assert study_status(study, tmp_path)["done"] == []
     assert run_study(study, tmp_path, only=["*/seed1"]) is None  # seed 1 only: no record, no kept model yet
     assert study_status(study, tmp_path)["done"] == ["features/seed1", "mean/seed1"]
@@ -167,12 +181,17 @@ def test_the_record_regenerates_from_its_rows_alone(tmp_path):
     recorded = results.load_result("multidim-attention")
     shutil.copy(results.RESULTS_DIR / "multidim-attention.json", tmp_path)
     assert study_status(multidim.STUDY, tmp_path) == {
-        "done": [p.key for p in multidim.STUDY.pieces(multidim.MULTIDIM)], "missing": []}
+        "done": [p.key for p in multidim.STUDY.pieces(multidim.MULTIDIM)],
+        "missing": [],
+    }
     again = run_study(multidim.STUDY, tmp_path, write=False)
     assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(multidim.MULTIDIM))
     assert again["metrics"] == recorded["metrics"]
-    assert (again["wall_seconds"], again["notes"], again["command"]) == \
-        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert (again["wall_seconds"], again["notes"], again["command"]) == (
+        recorded["wall_seconds"],
+        recorded["notes"],
+        recorded["command"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["multidim-attention.json"]  # nothing written
     assert multidim.STUDY.model_path("features") == results.model_path("multidim-attention", "features")
 

@@ -1,4 +1,5 @@
 """The functional core: masked softmax, attend, scaled dot-product attention."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -32,7 +33,9 @@ def test_fully_masked_rows_zero_output_zero_weights_finite_grads(device, kind):
     mask = keep if kind == "bool" else torch.zeros(keep.shape, device=device).masked_fill(~keep, float("-inf"))
     out, w = attend(scores, value, mask)
     assert torch.equal(w[0, 1], torch.zeros(4, device=device)) and torch.equal(w[1], torch.zeros(3, 4, device=device))
-    assert torch.equal(out[0, 1], torch.zeros(5, device=device)) and torch.equal(out[1], torch.zeros(3, 5, device=device))
+    assert torch.equal(out[0, 1], torch.zeros(5, device=device)) and torch.equal(
+        out[1], torch.zeros(3, 5, device=device)
+    )
     (out.square().sum() + w.square().sum()).backward()
     assert torch.isfinite(scores.grad).all() and torch.isfinite(value.grad).all()
     assert (scores.grad[1] == 0).all()
@@ -41,7 +44,9 @@ def test_fully_masked_rows_zero_output_zero_weights_finite_grads(device, kind):
 
 def test_mask_must_broadcast_to_scores():
     scores = torch.randn(2, 3, 4)
-    with pytest.raises(ValueError, match=r"mask of shape \(2, 3, 5\) does not broadcast to scores of shape \(2, 3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"mask of shape \(2, 3, 5\) does not broadcast to scores of shape \(2, 3, 4\)"
+    ):
         masked_softmax(scores, torch.ones(2, 3, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"\(7, 2, 3, 4\)"):  # would silently enlarge the scores
         masked_softmax(scores, torch.ones(7, 2, 3, 4, dtype=torch.bool))
@@ -70,8 +75,15 @@ def random_case(seed, device, B, H, L, S, D, causal):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 6),
-       S=st.integers(1, 7), D=st.sampled_from([1, 4, 8]), causal=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(1, 3),
+    H=st.integers(1, 3),
+    L=st.integers(1, 6),
+    S=st.integers(1, 7),
+    D=st.sampled_from([1, 4, 8]),
+    causal=st.booleans(),
+)
 def test_explicit_matches_pytorch_sdpa(seed, B, H, L, S, D, causal):
     """Parity with F.scaled_dot_product_attention under random padding + causal masks."""
     for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
@@ -138,6 +150,7 @@ def test_fused_path_zeroes_fully_masked_rows(device):
 
 def test_layer_cost_counts_self_attention_and_gru_multiply_adds():
     from attention.cost import layer_cost
+
     d = 16
     for n in (8, 16, 32):
         attn, rnn = layer_cost("self-attention", n, d, repeat=1), layer_cost("rnn", n, d, repeat=1)

@@ -1,5 +1,6 @@
 """``python -m attention gpu-check``: on this CPU-only machine it runs its CPU parts and says which
 parts were skipped and why; on a CUDA machine the same command checks the GPU against the CPU."""
+
 import json
 import subprocess
 import sys
@@ -18,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu") / "report.json"
-    done = subprocess.run([sys.executable, "-m", "attention", "gpu-check", "--quick", "--report", str(path)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "attention", "gpu-check", "--quick", "--report", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gpu-check passed" in done.stdout
     return json.loads(path.read_text()), done.stdout

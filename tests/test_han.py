@@ -1,5 +1,6 @@
 """Hierarchical attention (chapter 5): the document corpora, the two-level batches, Yang et al.'s HAN
 and its HN-AVE / HN-MAX baselines, Spearman's correlation, and the recorded run's measures."""
+
 import dataclasses
 import json
 import shutil
@@ -59,9 +60,11 @@ def test_parse_pang_lee_splits_sentences_on_lines_and_labels_by_sign():
 
 
 def test_parse_vader_documents_groups_orders_and_labels_by_the_mean_rating():
-    text = ("1_1\t-2.0\tBad screen.\n1_3\t0.5\tThe box was nice.\n1_2\t1.0\tFast shipping.\n"
-            "2_1\t1.0\tGreat!\n2_2\t-1.0\tAwful.\n"  # mean 0: no sign, dropped
-            "3_1\t2.5\tLove it.\n")
+    text = (
+        "1_1\t-2.0\tBad screen.\n1_3\t0.5\tThe box was nice.\n1_2\t1.0\tFast shipping.\n"
+        "2_1\t1.0\tGreat!\n2_2\t-1.0\tAwful.\n"  # mean 0: no sign, dropped
+        "3_1\t2.5\tLove it.\n"
+    )
     docs = parse_vader_documents(text)
     assert [d.meta["id"] for d in docs] == ["1", "3"]
     first = docs[0]
@@ -101,8 +104,10 @@ def test_real_pang_lee_and_vader_documents(capsys):
     reviews = load_or_skip(load_pang_lee)
     amazon, nyt = load_or_skip(load_vader_documents, "amazon"), load_or_skip(load_vader_documents, "nyt")
     with capsys.disabled():
-        print(f"\nPang & Lee: {len(reviews)} reviews, {sum(len(d.sentences) for d in reviews)} sentences; "
-              f"VADER: {len(amazon)} Amazon, {len(nyt)} NYT documents")
+        print(
+            f"\nPang & Lee: {len(reviews)} reviews, {sum(len(d.sentences) for d in reviews)} sentences; "
+            f"VADER: {len(amazon)} Amazon, {len(nyt)} NYT documents"
+        )
     assert len(reviews) == 1500 and sum(d.label for d in reviews) == 750
     assert 31 < sum(len(d.sentences) for d in reviews) / len(reviews) < 34
     assert len(amazon) == 299 and sum(len(d.sentences) for d in amazon) == 3707  # 1 doc of mean 0 dropped
@@ -228,9 +233,12 @@ def tiny_documents(n=16, seed=0) -> DocumentData:
     words = [f"w{i}" for i in range(12)]
     docs = []
     for i in range(n):
-        sentences = tuple(tuple(words[int(j)] for j in torch.randint(0, 12, (int(torch.randint(2, 6, (1,), generator=g)),),
-                                                                     generator=g))
-                          for _ in range(int(torch.randint(1, 4, (1,), generator=g))))
+        sentences = tuple(
+            tuple(
+                words[int(j)] for j in torch.randint(0, 12, (int(torch.randint(2, 6, (1,), generator=g)),), generator=g)
+            )
+            for _ in range(int(torch.randint(1, 4, (1,), generator=g)))
+        )
         docs.append(Document(sentences, i % 2))
     vocab = Vocab.build([d.tokens for d in docs])
     return DocumentData("tiny", docs, docs, docs, vocab, ["a", "b"], seed)
@@ -239,8 +247,9 @@ def tiny_documents(n=16, seed=0) -> DocumentData:
 @pytest.mark.parametrize("pool", ["attention", "mean", "max"])
 def test_every_variant_overfits_a_tiny_set(device, pool):
     data = tiny_documents()
-    model = HANClassifier(HANConfig(len(data.vocab), 2, embed_dim=16, hidden_dim=16, attention_dim=16,
-                                    pool=pool)).to(device)
+    model = HANClassifier(HANConfig(len(data.vocab), 2, embed_dim=16, hidden_dim=16, attention_dim=16, pool=pool)).to(
+        device
+    )
     before = ex.evaluate(model, data, data.train)["accuracy"]
     ex.fit(model, data, epochs=40, batch_size=8, lr=3e-2, patience=40, progress=False)
     after = ex.evaluate(model, data, data.train)["accuracy"]
@@ -262,8 +271,10 @@ def test_spearman_against_hand_values():
 
 
 def test_attention_vs_ratings_and_its_baselines():
-    docs = [Document((("a",), ("b", "c"), ("d", "e", "f")), 1, {"ratings": [0.5, -1.0, 3.0]}),
-            Document((("a",), ("b",)), 0, {"ratings": [1.0, 2.0]})]  # too short: skipped
+    docs = [
+        Document((("a",), ("b", "c"), ("d", "e", "f")), 1, {"ratings": [0.5, -1.0, 3.0]}),
+        Document((("a",), ("b",)), 0, {"ratings": [1.0, 2.0]}),
+    ]  # too short: skipped
     weights = [torch.tensor([0.1, 0.3, 0.6]), torch.tensor([0.9, 0.1])]
     assert H.attention_vs_ratings(weights, docs, min_sentences=3) == pytest.approx(1.0)
     assert H.attention_vs_ratings([w.flip(0) for w in weights], docs, 3) == pytest.approx(-1.0)
@@ -290,23 +301,33 @@ def test_recipe_converges_on_its_validation_accuracy_and_cites_the_paper():
 
 def test_the_study_runs_resumes_and_writes_the_record(tmp_path, monkeypatch):
     data = tiny_documents()
-    rated = [Document(d.sentences, d.label, {"ratings": [float(i % 3) - 1 for i in range(len(d.sentences))]})
-             for d in data.test]
+    rated = [
+        Document(d.sentences, d.label, {"ratings": [float(i % 3) - 1 for i in range(len(d.sentences))]})
+        for d in data.test
+    ]
     monkeypatch.setattr(H, "document_data", lambda *a, **k: data)
     monkeypatch.setattr(H, "load_vader_documents", lambda corpus: rated[:12] if corpus == "amazon" else rated)
     monkeypatch.setattr(H, "load_vader_lexicon", lambda: {"w1": 1.0, "w2": -1.0})
-    study = H.STUDY.with_recipe(seeds=[0, 1], max_epochs=1, embed_dim=8, hidden_dim=4, attention_dim=4,
-                                min_sentences=2, random_draws=3)
+    study = H.STUDY.with_recipe(
+        seeds=[0, 1], max_epochs=1, embed_dim=8, hidden_dim=4, attention_dim=4, min_sentences=2, random_draws=3
+    )
     assert run_study(study, tmp_path, only=["han/*"]) is None  # two pieces of six: no record yet
-    assert study_status(study, tmp_path) == {"done": ["han/seed0", "han/seed1"],
-                                             "missing": ["hn-ave/seed0", "hn-max/seed0", "hn-ave/seed1",
-                                                         "hn-max/seed1"]}
+    assert study_status(study, tmp_path) == {
+        "done": ["han/seed0", "han/seed1"],
+        "missing": ["hn-ave/seed0", "hn-max/seed0", "hn-ave/seed1", "hn-max/seed1"],
+    }
     record = run_study(study, tmp_path)
     metrics = record["metrics"]
     assert list(metrics["summary"]) == list(H.VARIANTS) and metrics["paper"] == H.PAPER
     han, ave = metrics["summary"]["han"], metrics["summary"]["hn-ave"]
-    assert han["accuracy"]["n"] == 2 and set(han) >= {"amazon_rho", "nyt_rho", "word_lexicon_attention",
-                                                      "amazon_agreement", "valid_accuracy", "converged"}
+    assert han["accuracy"]["n"] == 2 and set(han) >= {
+        "amazon_rho",
+        "nyt_rho",
+        "word_lexicon_attention",
+        "amazon_agreement",
+        "valid_accuracy",
+        "converged",
+    }
     assert "amazon_rho" not in ave and "word_lexicon_share" not in ave and "amazon_agreement" in ave
     assert not {"seed", "train_seconds", "stopped"} & set(han) and han["parameters"] == metrics["runs"][0]["parameters"]
     assert set(metrics["baselines"]) == {"amazon", "nyt"} and metrics["baselines"]["nyt"]["random_rho"]["n"] == 3
@@ -325,6 +346,9 @@ def test_the_record_regenerates_from_its_rows_alone(tmp_path):
     again = run_study(H.STUDY, tmp_path, write=False)
     assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(H.HIERARCHICAL))
     assert again["metrics"] == recorded["metrics"]
-    assert (again["wall_seconds"], again["notes"], again["command"]) == \
-        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert (again["wall_seconds"], again["notes"], again["command"]) == (
+        recorded["wall_seconds"],
+        recorded["notes"],
+        recorded["command"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hierarchical-attention.json"]  # nothing written

@@ -1,4 +1,5 @@
 """The recorded run of attention inside one sentence (attention/studies/intra.py), on a seconds-long stand-in."""
+
 import json
 import shutil
 
@@ -34,15 +35,18 @@ def test_variants_are_sized_to_the_reference(monkeypatch):
         if hidden[v] > 8:
             assert abs(count_parameters(intra.build_intra(v, data, hidden[v] - 4, recipe)) - target) > abs(got - target)
         if hidden[v] < 4 * 16:
-            assert abs(count_parameters(intra.build_intra(v, data, hidden[v] + 4, recipe)) - target) >= abs(got - target)
+            assert abs(count_parameters(intra.build_intra(v, data, hidden[v] + 4, recipe)) - target) >= abs(
+                got - target
+            )
 
 
 def test_run_intra_resumes_and_records_once_every_run_is_done(tmp_path, monkeypatch):
     full = sentiment_data("vader")
     small = type(full)(full.name, full.train[:60], full.valid[:20], full.test[:20], full.vocab, full.labels, full.seed)
     monkeypatch.setattr(intra, "sentiment_data", lambda *a, **k: small)
-    study = intra.STUDY.with_recipe(seeds=[0], variants=["lin+penalty", "bilstm-max"], max_epochs=1, hidden_dim=8,
-                                    embed_dim=8)
+    study = intra.STUDY.with_recipe(
+        seeds=[0], variants=["lin+penalty", "bilstm-max"], max_epochs=1, hidden_dim=8, embed_dim=8
+    )
     assert study_status(study, tmp_path) == {"done": [], "missing": ["lin+penalty/seed0", "bilstm-max/seed0"]}
     assert run_study(study, tmp_path, only=["bilstm-max/*"]) is None  # one piece of two: no record yet
     assert study_status(study, tmp_path)["done"] == ["bilstm-max/seed0"]
@@ -62,11 +66,16 @@ def test_the_record_regenerates_from_its_rows_alone(tmp_path):
     recorded ones: the study's summary is the one that wrote it."""
     recorded = results.load_result("intra-attention")
     shutil.copy(results.RESULTS_DIR / "intra-attention.json", tmp_path)
-    assert study_status(intra.STUDY, tmp_path) == {"done": [p.key for p in intra.STUDY.pieces(intra.INTRA)],
-                                                   "missing": []}
+    assert study_status(intra.STUDY, tmp_path) == {
+        "done": [p.key for p in intra.STUDY.pieces(intra.INTRA)],
+        "missing": [],
+    }
     again = run_study(intra.STUDY, tmp_path, write=False)
     assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(intra.INTRA))
     assert again["metrics"] == recorded["metrics"]
-    assert (again["wall_seconds"], again["notes"], again["command"]) == \
-        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert (again["wall_seconds"], again["notes"], again["command"]) == (
+        recorded["wall_seconds"],
+        recorded["notes"],
+        recorded["command"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["intra-attention.json"]  # nothing written

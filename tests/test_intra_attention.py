@@ -1,5 +1,6 @@
 """Attention inside one sentence before the Transformer (chapter 6): Cheng et al.'s LSTMN, Lin et al.'s
 structured self-attentive embedding with its penalty, and the BiLSTM pooling baselines."""
+
 import dataclasses
 
 import pytest
@@ -32,13 +33,15 @@ def small(name, **changes):
     if name == "lstmn":
         return LSTMNClassifier(LSTMNConfig(V, C, embed_dim=8, hidden_dim=8, attention_dim=6, **changes))
     if name == "self-attentive":
-        return SelfAttentiveClassifier(SelfAttentiveConfig(V, C, embed_dim=8, hidden_dim=6, attention_dim=5,
-                                                           rows=3, mlp_dim=8, **changes))
+        return SelfAttentiveClassifier(
+            SelfAttentiveConfig(V, C, embed_dim=8, hidden_dim=6, attention_dim=5, rows=3, mlp_dim=8, **changes)
+        )
     return BiLSTMPooling(PoolingClassifierConfig(V, C, embed_dim=8, hidden_dim=6, mlp_dim=8, **changes))
 
 
 FAMILIES = [("lstmn", {}), ("lstmn", {"readout": "mean"}), ("self-attentive", {})] + [
-    ("bilstm-pooling", {"pool": p}) for p in ("last", "mean", "max")]
+    ("bilstm-pooling", {"pool": p}) for p in ("last", "mean", "max")
+]
 IDS = [f"{n}-{next(iter(c.values()), '')}".rstrip("-") for n, c in FAMILIES]
 
 
@@ -50,6 +53,7 @@ def sentences(device, B=4, T=7):
 
 
 # --- LSTMN ---------------------------------------------------------------------------------------
+
 
 def test_lstmn_never_attends_to_itself_or_the_future(device):
     model = small("lstmn").to(device).eval()
@@ -66,8 +70,8 @@ def test_lstmn_never_attends_to_itself_or_the_future(device):
     changed = tokens.clone()
     changed[0, t + 1] = 1 + tokens[0, t + 1] % (V - 1)
     a, b = model.read(tokens[:1], lengths[:1]), model.read(changed[:1], lengths[:1])
-    torch.testing.assert_close(a.attention[0, :t + 1], b.attention[0, :t + 1], rtol=0, atol=0)
-    torch.testing.assert_close(a.hidden[0, :t + 1], b.hidden[0, :t + 1], rtol=0, atol=0)
+    torch.testing.assert_close(a.attention[0, : t + 1], b.attention[0, : t + 1], rtol=0, atol=0)
+    torch.testing.assert_close(a.hidden[0, : t + 1], b.hidden[0, : t + 1], rtol=0, atol=0)
     assert not torch.equal(a.hidden[0, t + 1], b.hidden[0, t + 1])  # the test can see a change
 
 
@@ -98,6 +102,7 @@ def test_lstmn_steps_follow_the_formulas(device):
 
 # --- Lin et al. ----------------------------------------------------------------------------------
 
+
 def test_lin_rows_sum_to_one_and_padding_gets_exactly_zero(device):
     model = small("self-attentive").to(device).eval()
     tokens, lengths = sentences(device)
@@ -111,7 +116,7 @@ def test_lin_rows_sum_to_one_and_padding_gets_exactly_zero(device):
 def test_the_penalty_equals_a_hand_computation():
     A = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])  # (R, T)
     # A Aᵀ = [[0.5, 0.25], [0.25, 0.38]]; minus I, squared, summed: 0.25 + 2·0.0625 + 0.62²
-    assert penalty(A).item() == pytest.approx(0.25 + 2 * 0.0625 + 0.62 ** 2)
+    assert penalty(A).item() == pytest.approx(0.25 + 2 * 0.0625 + 0.62**2)
     one_hot = torch.eye(4)[[2, 0, 3]]  # three rows on three different words: orthogonal
     assert penalty(one_hot).item() == 0
     same = torch.eye(4)[[1, 1]]  # two rows on the same word: A Aᵀ − I = [[0, 1], [1, 0]]
@@ -138,6 +143,7 @@ def test_penalized_loss_is_cross_entropy_plus_the_weighted_penalty(device):
 
 # --- the pooling baselines -----------------------------------------------------------------------
 
+
 def test_pooling_baselines_pool_what_they_say(device):
     tokens, lengths = sentences(device)
     pooled = {}
@@ -157,6 +163,7 @@ def test_pooling_baselines_pool_what_they_say(device):
 
 
 # --- what every family shares --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,changes", FAMILIES, ids=IDS)
 def test_padding_changes_nothing(device, name, changes):
@@ -228,6 +235,7 @@ def test_configs_refuse_impossible_values():
 
 # --- they learn ----------------------------------------------------------------------------------
 
+
 def tiny_task(n=16, seed=0) -> ClassificationData:
     """16 random sentences, labelled alternately: only memorising them fits the training set."""
     g = torch.Generator().manual_seed(seed)
@@ -241,16 +249,21 @@ def tiny_task(n=16, seed=0) -> ClassificationData:
     return ClassificationData("tiny", examples, examples, examples, vocab, ["a", "b"], seed)
 
 
-@pytest.mark.parametrize("name,changes", [("lstmn", {}), ("self-attentive", {}),
-                                          ("self-attentive", {"penalty": 0.0}), ("bilstm-pooling", {"pool": "max"})],
-                         ids=["lstmn", "self-attentive", "self-attentive-no-penalty", "bilstm-pooling-max"])
+@pytest.mark.parametrize(
+    "name,changes",
+    [("lstmn", {}), ("self-attentive", {}), ("self-attentive", {"penalty": 0.0}), ("bilstm-pooling", {"pool": "max"})],
+    ids=["lstmn", "self-attentive", "self-attentive-no-penalty", "bilstm-pooling-max"],
+)
 def test_every_family_overfits_a_tiny_set(device, name, changes):
     data = tiny_task()
     vocab = len(data.vocab)
-    configs = {"lstmn": LSTMNConfig(vocab, 2, embed_dim=16, hidden_dim=16, attention_dim=16),
-               "self-attentive": SelfAttentiveConfig(vocab, 2, embed_dim=16, hidden_dim=16, attention_dim=8,
-                                                     rows=2, mlp_dim=16),
-               "bilstm-pooling": PoolingClassifierConfig(vocab, 2, embed_dim=16, hidden_dim=16, mlp_dim=16)}
+    configs = {
+        "lstmn": LSTMNConfig(vocab, 2, embed_dim=16, hidden_dim=16, attention_dim=16),
+        "self-attentive": SelfAttentiveConfig(
+            vocab, 2, embed_dim=16, hidden_dim=16, attention_dim=8, rows=2, mlp_dim=16
+        ),
+        "bilstm-pooling": PoolingClassifierConfig(vocab, 2, embed_dim=16, hidden_dim=16, mlp_dim=16),
+    }
     model = build(name, dataclasses.replace(configs[name], **changes)).to(device)
     before = ex.evaluate(model, data, data.train)["accuracy"]
     loss = penalized_loss if name == "self-attentive" else None

@@ -1,4 +1,5 @@
 """Kept models (experiments.fit_kept): what the chapters decode with, the same on every processor."""
+
 import json
 
 import nbformat
@@ -83,8 +84,11 @@ def test_the_session_seed_is_the_default_seed_of_the_builders_and_of_fit(dates, 
     a = _model(dates)
     attention.setup(seed=5)
     b, c = _model(dates), ex.build_model(dates, attention="dot", model="luong", embed_dim=8, hidden_dim=8, seed=5)
-    assert not torch.equal(a.state_dict()["tgt_embed.weight"], b.state_dict()["tgt_embed.weight"]) if \
-        "tgt_embed.weight" in a.state_dict() else True
+    assert (
+        not torch.equal(a.state_dict()["tgt_embed.weight"], b.state_dict()["tgt_embed.weight"])
+        if "tgt_embed.weight" in a.state_dict()
+        else True
+    )
     assert all(torch.equal(x, y) for x, y in zip(b.state_dict().values(), c.state_dict().values()))
     assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     attention.setup(seed=0)
@@ -108,6 +112,7 @@ def test_a_kept_name_is_a_plain_file_stem():
 
 def _kept_names_in_notebooks():
     import re
+
     names = set()
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
@@ -126,8 +131,12 @@ def test_every_kept_model_a_notebook_names_is_in_the_package_and_loads(name):
 
 
 def test_the_notebooks_keep_four_models_and_let_the_reader_retrain_them():
-    assert set(_kept_names_in_notebooks()) == {"hsk-encoder-decoder", "hsk-rnnsearch", "dates-rnnsearch",
-                                               "digits-reverser"}
+    assert set(_kept_names_in_notebooks()) == {
+        "hsk-encoder-decoder",
+        "hsk-rnnsearch",
+        "dates-rnnsearch",
+        "digits-reverser",
+    }
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "code" and "fit_kept(" in cell.source and "retrain=RETRAIN" in cell.source:

@@ -1,4 +1,5 @@
 """Layers: the generic Attention and MultiHeadAttention against PyTorch."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,7 +18,11 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 def test_attention_every_score_padded_keys_get_zero(score, device):
     B, L, S, E = 3, 4, 6, 8
     layer = Attention(score, query_dim=E, max_len=S).to(device)
-    q, k, v = torch.randn(B, L, E, device=device), torch.randn(B, S, E, device=device), torch.randn(B, S, 5, device=device)
+    q, k, v = (
+        torch.randn(B, L, E, device=device),
+        torch.randn(B, S, E, device=device),
+        torch.randn(B, S, 5, device=device),
+    )
     pad = ~lengths_to_mask(torch.tensor([6, 3, 1], device=device), S)  # True = padding
     out, w = layer(q, k, v, key_padding_mask=pad)
     assert out.shape == (B, L, 5) and w.shape == (B, L, S)
@@ -57,8 +62,15 @@ def copied_pair(E, H, kdim=None, vdim=None, bias=True, device="cpu"):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), B=st.integers(1, 3), H=st.sampled_from([1, 2, 4]),
-       L=st.integers(1, 6), S=st.integers(1, 7), causal=st.booleans(), cross_dims=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(1, 3),
+    H=st.sampled_from([1, 2, 4]),
+    L=st.integers(1, 6),
+    S=st.integers(1, 7),
+    causal=st.booleans(),
+    cross_dims=st.booleans(),
+)
 def test_matches_nn_multihead_attention(seed, B, H, L, S, causal, cross_dims):
     """Weights copied from nn.MultiheadAttention; random padding (+ causal) masks."""
     E = 8
@@ -137,20 +149,32 @@ def test_low_precision_float_mask_with_padding_or_causal(device, dtype, with_pad
     padding = torch.tensor([[False] * S_, [False, False, False, True]], device=device) if with_padding else None
     reference, ref_w = mha(x, x, x, key_padding_mask=padding, attn_mask=float_mask, is_causal=causal)
     low = mha.to(dtype)
-    out, w = low(x.to(dtype), x.to(dtype), x.to(dtype), key_padding_mask=padding,
-                 attn_mask=float_mask.to(dtype), is_causal=causal)
+    out, w = low(
+        x.to(dtype),
+        x.to(dtype),
+        x.to(dtype),
+        key_padding_mask=padding,
+        attn_mask=float_mask.to(dtype),
+        is_causal=causal,
+    )
     assert out.dtype == dtype and w.dtype == dtype
     assert torch.isfinite(out).all() and torch.isfinite(w).all()
     torch.testing.assert_close(w.float(), ref_w, atol=2e-2, rtol=0)
     torch.testing.assert_close(out.float(), reference, atol=5e-2, rtol=0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(add_bias_kv=True), "add_bias_kv=True"),
-    (dict(add_zero_attn=True), "add_zero_attn=True"),
-    (dict(bias=False), "bias=False, this layer has bias=True"),
-    (dict(kdim=6, vdim=6), r"sizes \(embed_dim, num_heads, kdim, vdim\) = \(8, 2, 6, 6\), this layer has \(8, 2, 8, 8\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(add_bias_kv=True), "add_bias_kv=True"),
+        (dict(add_zero_attn=True), "add_zero_attn=True"),
+        (dict(bias=False), "bias=False, this layer has bias=True"),
+        (
+            dict(kdim=6, vdim=6),
+            r"sizes \(embed_dim, num_heads, kdim, vdim\) = \(8, 2, 6, 6\), this layer has \(8, 2, 8, 8\)",
+        ),
+    ],
+)
 def test_load_torch_weights_refuses_what_it_cannot_copy(kwargs, message):
     ours = MultiHeadAttention(8, 2)
     theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, **kwargs)

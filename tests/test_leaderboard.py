@@ -1,4 +1,5 @@
 """The leaderboard is generated from the results registry, and every record feeds it."""
+
 import json
 import shutil
 
@@ -26,8 +27,10 @@ def test_rows_are_the_records_numbers():
     hsk = results.load_result("ablation-converged")["metrics"]["summary"]["hsk"]["none+feed"]
     row = rows["ablation-converged", "hsk / none+feed"]
     assert (row["metric"], row["mean"], row["attention"]) == ("bleu", hsk["bleu"]["mean"], False)
-    assert rows["ntm-copy", "ntm / by_length / 120"]["parameters"] == \
-        results.load_result("ntm-copy")["metrics"]["summary"]["ntm"]["parameters"]  # inherited from the model's cell
+    assert (
+        rows["ntm-copy", "ntm / by_length / 120"]["parameters"]
+        == results.load_result("ntm-copy")["metrics"]["summary"]["ntm"]["parameters"]
+    )  # inherited from the model's cell
 
 
 def test_baselines_come_first_within_a_record():

@@ -1,4 +1,5 @@
 """Local attention (Luong §3.2) and the Luong decoder (chapter 9), on each device."""
+
 import pytest
 import torch
 
@@ -90,15 +91,23 @@ def batch(device):
     return src.to(device), lengths.to(device), tgt.to(device)
 
 
-VARIANTS = [(None, None, True), ("dot", None, True), ("general", "m", True), ("concat", "p", False),
-            ("location", None, False), ("cosine", "p", True), ("additive", "m", False)]
+VARIANTS = [
+    (None, None, True),
+    ("dot", None, True),
+    ("general", "m", True),
+    ("concat", "p", False),
+    ("location", None, False),
+    ("cosine", "p", True),
+    ("additive", "m", False),
+]
 
 
 @pytest.mark.parametrize("attention, local, feed", VARIANTS)
 def test_luong_variants_mask_padding_and_decode(device, attention, local, feed):
     torch.manual_seed(0)
-    cfg = LuongConfig(20, 15, embed_dim=16, hidden_dim=16, attention=attention, local=local, window=2,
-                      input_feeding=feed, dropout=0.0)
+    cfg = LuongConfig(
+        20, 15, embed_dim=16, hidden_dim=16, attention=attention, local=local, window=2, input_feeding=feed, dropout=0.0
+    )
     model = LuongSeq2Seq(cfg).to(device).eval()
     src, lengths, tgt = batch(device)
     out = model(src, lengths, tgt, return_attention=True)
@@ -112,14 +121,15 @@ def test_luong_variants_mask_padding_and_decode(device, attention, local, feed):
     beam = model.beam_search(src, lengths, beam_size=1, max_len=6)
     for b in range(3):
         g = greedy.tokens[b].tolist()
-        g = g[:g.index(3) + 1] if 3 in g else g
-        assert beam.tokens[b, :len(g)].tolist() == g
+        g = g[: g.index(3) + 1] if 3 in g else g
+        assert beam.tokens[b, : len(g)].tolist() == g
 
 
 def test_luong_overfits_a_tiny_batch_with_local_p(device):
     torch.manual_seed(0)
-    model = LuongSeq2Seq(LuongConfig(20, 15, embed_dim=16, hidden_dim=16, attention="general", local="p",
-                                     window=3, dropout=0.0)).to(device)
+    model = LuongSeq2Seq(
+        LuongConfig(20, 15, embed_dim=16, hidden_dim=16, attention="general", local="p", window=3, dropout=0.0)
+    ).to(device)
     src, lengths, tgt = batch(device)
     tgt_in = torch.cat([torch.full((3, 1), 2, device=device), tgt], 1)
     tgt_out = torch.cat([tgt, torch.full((3, 1), 3, device=device)], 1)

@@ -1,4 +1,5 @@
 """Mask helpers and the one converter between the two mask conventions."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,11 +14,14 @@ def test_lengths_to_mask(device):
     assert lengths_to_mask(torch.tensor([2, 5])).shape == (2, 5)
 
 
-@pytest.mark.parametrize("lengths, match", [
-    (torch.tensor([[1, 2]]), r"1-D.*\(1, 2\)"),
-    (torch.tensor([1.0, 2.0]), "integers"),
-    (torch.tensor([-1, 2]), ">= 0"),
-])
+@pytest.mark.parametrize(
+    "lengths, match",
+    [
+        (torch.tensor([[1, 2]]), r"1-D.*\(1, 2\)"),
+        (torch.tensor([1.0, 2.0]), "integers"),
+        (torch.tensor([-1, 2]), ">= 0"),
+    ],
+)
 def test_lengths_to_mask_rejects(lengths, match):
     with pytest.raises(ValueError, match=match):
         lengths_to_mask(lengths)
@@ -72,11 +76,14 @@ def test_to_keep_mask_per_head_masks():
     assert torch.equal(keep, ~per_head.view(B, H, L, S))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(key_padding_mask=torch.zeros(3, 4, dtype=torch.bool)), r"\(B, S\) = \(2, 4\), got \(3, 4\)"),
-    (dict(attn_mask=torch.zeros(5, 4, dtype=torch.bool)), r"got \(5, 4\)"),
-    (dict(key_padding_mask=torch.zeros(2, 4, dtype=torch.long)), "bool or float"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(key_padding_mask=torch.zeros(3, 4, dtype=torch.bool)), r"\(B, S\) = \(2, 4\), got \(3, 4\)"),
+        (dict(attn_mask=torch.zeros(5, 4, dtype=torch.bool)), r"got \(5, 4\)"),
+        (dict(key_padding_mask=torch.zeros(2, 4, dtype=torch.long)), "bool or float"),
+    ],
+)
 def test_to_keep_mask_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         to_keep_mask(**kwargs, batch_size=2, num_heads=1, L=3, S=4)

@@ -1,5 +1,6 @@
 """End-to-end memory networks (chapter 7): hops over a story's sentences, the encodings, tying, and
 the one-hop case that is exactly chapter 1's attention with keys equal to values."""
+
 import pytest
 import torch
 import torch.nn.functional as F

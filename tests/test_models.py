@@ -1,4 +1,5 @@
 """Chapters 2-3 models, training and metrics, on each available device."""
+
 import pytest
 import torch
 
@@ -30,15 +31,23 @@ def tiny_batch(device, B=4, S=6, T=5, V=12):
 
 def model_for(device, attention="additive", **kw):
     torch.manual_seed(0)
-    cfg = Seq2SeqConfig(src_vocab=12, tgt_vocab=12, embed_dim=16, hidden_dim=16, attention=attention,
-                        dropout=0.0, **kw)
+    cfg = Seq2SeqConfig(src_vocab=12, tgt_vocab=12, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, **kw)
     return Seq2Seq(cfg).to(device)
 
 
 def luong_for(device, attention="general", local=None, **kw):
     torch.manual_seed(0)
-    cfg = LuongConfig(src_vocab=12, tgt_vocab=12, embed_dim=16, hidden_dim=16, attention=attention,
-                      local=local, window=2, dropout=0.0, **kw)
+    cfg = LuongConfig(
+        src_vocab=12,
+        tgt_vocab=12,
+        embed_dim=16,
+        hidden_dim=16,
+        attention=attention,
+        local=local,
+        window=2,
+        dropout=0.0,
+        **kw,
+    )
     return LuongSeq2Seq(cfg).to(device)
 
 
@@ -74,12 +83,10 @@ def test_padded_source_positions_get_exactly_zero_attention(device, attention):
     torch.testing.assert_close(out.attention.sum(-1), torch.ones(4, 5, device=device))
 
 
-@pytest.mark.parametrize("attention, cell", [(None, "gru"), ("additive", "gru"), (None, "lstm"),
-                                             ("general", "lstm")])
+@pytest.mark.parametrize("attention, cell", [(None, "gru"), ("additive", "gru"), (None, "lstm"), ("general", "lstm")])
 def test_overfits_a_tiny_batch(device, attention, cell):
     batch = tiny_batch(device)
-    model = model_for(device, attention, cell=cell, bidirectional=cell == "gru",
-                      reverse_source=cell == "lstm")
+    model = model_for(device, attention, cell=cell, bidirectional=cell == "gru", reverse_source=cell == "lstm")
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     for _ in range(150):
         loss = sequence_loss(model, batch)
@@ -101,9 +108,9 @@ def test_beam_size_one_equals_greedy(device, kind):
     beam = model.beam_search(batch.src, batch.src_lengths, beam_size=1, max_len=8)
     for b in range(4):
         g = greedy.tokens[b].tolist()
-        g = g[:g.index(EOS) + 1] if EOS in g else g
-        assert beam.tokens[b, :len(g)].tolist() == g
-        assert (beam.tokens[b, len(g):] == PAD).all()
+        g = g[: g.index(EOS) + 1] if EOS in g else g
+        assert beam.tokens[b, : len(g)].tolist() == g
+        assert (beam.tokens[b, len(g) :] == PAD).all()
     if attention:
         n = beam.attention.shape[1]
         torch.testing.assert_close(beam.attention[0, :n], greedy.attention[0, :n])
@@ -119,7 +126,9 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(device, kind, beam_si
     together = model.beam_search(batch.src, batch.src_lengths, beam_size=beam_size, max_len=7)
     for b in range(4):
         n = int(batch.src_lengths[b])
-        alone = model.beam_search(batch.src[b:b + 1, :n], batch.src_lengths[b:b + 1], beam_size=beam_size, max_len=7)
+        alone = model.beam_search(
+            batch.src[b : b + 1, :n], batch.src_lengths[b : b + 1], beam_size=beam_size, max_len=7
+        )
         T = alone.tokens.shape[1]
         assert together.tokens[b, :T].tolist() == alone.tokens[0].tolist(), (kind, b)
         assert (together.tokens[b, T:] == PAD).all()
@@ -189,9 +198,13 @@ def test_checkpoint_round_trip_gives_identical_outputs(device, tmp_path, kind):
 def test_train_keeps_the_best_epoch_and_stops_early(device, tmp_path):
     batch = tiny_batch(device)
     model = model_for(device)
-    history = train(model, lambda epoch: [batch], lambda: [batch], token_loss,
-                    TrainConfig(max_epochs=4, lr=1e-2, patience=2, progress=False,
-                                checkpoint=str(tmp_path / "best.pt")))
+    history = train(
+        model,
+        lambda epoch: [batch],
+        lambda: [batch],
+        token_loss,
+        TrainConfig(max_epochs=4, lr=1e-2, patience=2, progress=False, checkpoint=str(tmp_path / "best.pt")),
+    )
     assert len(history.epochs) == 4 and history.stopped.startswith("max_epochs")
     losses = [e["valid_loss"] for e in history.epochs]
     assert history.best_epoch == 1 + losses.index(min(losses))
@@ -200,8 +213,9 @@ def test_train_keeps_the_best_epoch_and_stops_early(device, tmp_path):
         assert torch.equal(v, w), k
     # a model that cannot improve stops after `patience` epochs
     frozen = model_for(device)
-    history = train(frozen, lambda epoch: [], lambda: [batch], token_loss,
-                    TrainConfig(max_epochs=10, patience=2, progress=False))
+    history = train(
+        frozen, lambda epoch: [], lambda: [batch], token_loss, TrainConfig(max_epochs=10, patience=2, progress=False)
+    )
     assert len(history.epochs) == 3 and history.stopped.startswith("early stopping")
 
 
@@ -236,6 +250,7 @@ def test_detokenize_and_bleu():
 
 def test_join_pairs_and_links():
     from attention.data.translation import Pair
+
     pairs = [Pair(("a", str(i)), ("x", str(i)), {"tgt_text": f"x {i}"}) for i in range(7)]
     joined = join_pairs(pairs, 3)
     assert len(joined) == 2 and all(len(p.src) == 6 and p.meta["joined"] == 3 for p in joined)
@@ -248,13 +263,17 @@ def test_source_lengths_outside_the_source_are_named(kind):
     model = DECODERS[kind]("cpu")
     src = torch.randint(4, 12, (2, 5))
     for lengths in ([7, 3], [0, 3]):
-        with pytest.raises(ValueError, match=r"src_lengths must be integers in 1..S = 1..5 \(src \(2, 5\)\); got "
-                                             + str(lengths).replace("[", r"\[").replace("]", r"\]")):
+        with pytest.raises(
+            ValueError,
+            match=r"src_lengths must be integers in 1..S = 1..5 \(src \(2, 5\)\); got "
+            + str(lengths).replace("[", r"\[").replace("]", r"\]"),
+        ):
             model.greedy(src, torch.tensor(lengths))
 
 
 def test_translate_takes_plain_tuples_like_collate():
     from attention.experiments import dates_data, translate
+
     data = dates_data(n=60)
     model = Seq2Seq(Seq2SeqConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=8))
     pairs = data.test[:3]
@@ -275,7 +294,7 @@ def test_selection_follows_the_validation_metric_not_the_loss():
 
     def loss(m, batch):
         if m.training:  # a real training loss that moves the weights
-            return (m.weight ** 2).sum() + (m.bias ** 2).sum(), 1
+            return (m.weight**2).sum() + (m.bias**2).sum(), 1
         return torch.tensor(1.0 + epoch["n"]), 1  # validation loss rises: 2, 3, 4, ...
 
     def bleu(m):
@@ -293,17 +312,23 @@ def test_selection_follows_the_validation_metric_not_the_loss():
 
     def rising_loss(m, batch):
         if m.training:
-            return (m.weight ** 2).sum(), 1
+            return (m.weight**2).sum(), 1
         epoch["n"] += 1
         return torch.tensor(float(epoch["n"])), 1
 
-    by_loss = train(torch.nn.Linear(2, 1), lambda e: [None], lambda: [None], rising_loss,
-                    TrainConfig(max_epochs=8, patience=3, progress=False))
+    by_loss = train(
+        torch.nn.Linear(2, 1),
+        lambda e: [None],
+        lambda: [None],
+        rising_loss,
+        TrainConfig(max_epochs=8, patience=3, progress=False),
+    )
     assert by_loss.best_epoch == 1 and len(by_loss.epochs) == 4 and by_loss.selected_by == "valid_loss"
 
 
 def test_fit_selects_on_the_tasks_metric_and_records_it():
     from attention.experiments import dates_data, fit
+
     data = dates_data(n=200)
     torch.manual_seed(0)
     model = Seq2Seq(Seq2SeqConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=8))
@@ -318,6 +343,7 @@ def test_fit_selects_on_the_tasks_metric_and_records_it():
 
 def test_warmup_factor_rises_linearly_then_decays_as_inverse_sqrt():
     from attention.train import warmup_factor
+
     f = warmup_factor(4)
     assert [round(f(s), 6) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]  # updates 1..4
     assert f(15) == pytest.approx(0.5)  # update 16: sqrt(4 / 16)
@@ -327,11 +353,17 @@ def test_warmup_factor_rises_linearly_then_decays_as_inverse_sqrt():
 
 def test_train_with_warmup_steps_the_learning_rate_each_update():
     from attention.train import TrainConfig, train
+
     model = torch.nn.Linear(1, 1, bias=False)
     torch.nn.init.constant_(model.weight, 0.0)
     batches = [torch.ones(1, 1)] * 2  # loss = w: gradient 1, so each Adam update moves w by its lr
-    history = train(model, lambda epoch: batches, lambda: batches[:1], lambda m, b: (m(b).sum(), 1),
-                    TrainConfig(max_epochs=1, lr=1.0, warmup=4, progress=False))
+    history = train(
+        model,
+        lambda epoch: batches,
+        lambda: batches[:1],
+        lambda m, b: (m(b).sum(), 1),
+        TrainConfig(max_epochs=1, lr=1.0, warmup=4, progress=False),
+    )
     assert len(history.epochs) == 1
     assert model.weight.item() == pytest.approx(-(0.25 + 0.5), abs=1e-4)  # lr x 1/4, then x 2/4
 
@@ -340,15 +372,18 @@ def test_train_counts_process_time_when_asked_and_rejects_other_clocks():
     import time
 
     from attention.train import TrainConfig, train
+
     model = torch.nn.Linear(1, 1)
     batches = [torch.ones(1, 1)]
 
     def slow_loss(m, b):  # sleeping takes wall-clock time but no CPU time
         time.sleep(0.05)
         return m(b).sum(), 1
+
     wall = train(model, lambda e: batches, lambda: batches, slow_loss, TrainConfig(max_epochs=1, progress=False))
-    cpu = train(model, lambda e: batches, lambda: batches, slow_loss,
-                TrainConfig(max_epochs=1, progress=False, clock="process"))
+    cpu = train(
+        model, lambda e: batches, lambda: batches, slow_loss, TrainConfig(max_epochs=1, progress=False, clock="process")
+    )
     assert wall.seconds >= 0.1 and cpu.seconds < 0.05
     with pytest.raises(ValueError, match="clock must be 'wall' or 'process'"):
         train(model, lambda e: batches, lambda: batches, slow_loss, TrainConfig(clock="gpu"))

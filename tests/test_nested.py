@@ -4,6 +4,7 @@
 The model tests run on a toy task made here; the ``real`` tests read codespell's wheel and the
 translation corpora through the cache (skipped when offline and not cached).
 """
+
 import dataclasses
 import json
 import shutil
@@ -21,24 +22,28 @@ from attention.studies import nested
 from attention.studies.base import run_study, study_status
 from attention.tasks.spelling import Misspelt, SpellingData, spelling_data, spelling_loss, split_pairs
 
-CODESPELL_TXT = ("teh->the\n"
-                 "abd->and, bad,\n"
-                 "alot->a lot, allot,\n"
-                 "Amercia->America\n"
-                 "dont->don't\n"
-                 "aas->ass, as,\n"
-                 "wich->which, witch, rich, needed to keep the order\n"
-                 "colour->color\n"
-                 "\n")
+CODESPELL_TXT = (
+    "teh->the\n"
+    "abd->and, bad,\n"
+    "alot->a lot, allot,\n"
+    "Amercia->America\n"
+    "dont->don't\n"
+    "aas->ass, as,\n"
+    "wich->which, witch, rich, needed to keep the order\n"
+    "colour->color\n"
+    "\n"
+)
 
-TOY = [("the cat sat on the mat", "teh cat sat on teh mat"),
-       ("the dog ran far", "teh dgo ran far"),
-       ("a zebra sat on a mat", "a zebar sat on a mat"),
-       ("the quokka ran", "teh quokka ran"),
-       ("a cat ran far", "a cta ran far"),
-       ("the zebra ran on", "teh zebra ran on"),
-       ("a dog sat", "a dog sat"),
-       ("the mat", "teh mat")]
+TOY = [
+    ("the cat sat on the mat", "teh cat sat on teh mat"),
+    ("the dog ran far", "teh dgo ran far"),
+    ("a zebra sat on a mat", "a zebar sat on a mat"),
+    ("the quokka ran", "teh quokka ran"),
+    ("a cat ran far", "a cta ran far"),
+    ("the zebra ran on", "teh zebra ran on"),
+    ("a dog sat", "a dog sat"),
+    ("the mat", "teh mat"),
+]
 RARE = {"zebra", "quokka"}  # target words left out of the target vocabulary: the character decoder spells them
 
 
@@ -56,13 +61,20 @@ def toy_data(rare_words=RARE) -> SpellingData:
 def toy_model(data, char_level=True, **sizes):
     torch.manual_seed(0)
     cfg = dict(embed_dim=16, hidden_dim=16, char_embed_dim=8, char_hidden_dim=16, dropout=0.0) | sizes
-    return NestedSeq2Seq(NestedConfig(len(data.src_vocab), len(data.tgt_vocab), len(data.char_vocab),
-                                      char_level=char_level, **cfg))
+    return NestedSeq2Seq(
+        NestedConfig(len(data.src_vocab), len(data.tgt_vocab), len(data.char_vocab), char_level=char_level, **cfg)
+    )
 
 
 def forward(model, batch):
-    return model(batch.src, batch.src_lengths, batch.tgt_in, tgt_unk=batch.tgt_unk,
-                 tgt_chars_in=batch.tgt_chars_in, **batch.inputs())
+    return model(
+        batch.src,
+        batch.src_lengths,
+        batch.tgt_in,
+        tgt_unk=batch.tgt_unk,
+        tgt_chars_in=batch.tgt_chars_in,
+        **batch.inputs(),
+    )
 
 
 # ---------------------------------------------------------------- codespell
@@ -70,8 +82,13 @@ def forward(model, batch):
 
 def test_parse_codespell_keeps_plain_single_word_pairs():
     pairs = parse_codespell(CODESPELL_TXT)
-    assert pairs == {"teh": ("the",), "abd": ("and", "bad"), "aas": ("ass", "as"),
-                     "wich": ("which", "witch", "rich"), "colour": ("color",)}
+    assert pairs == {
+        "teh": ("the",),
+        "abd": ("and", "bad"),
+        "aas": ("ass", "as"),
+        "wich": ("which", "witch", "rich"),
+        "colour": ("color",),
+    }
     # "a lot" is two words, "America" capitalised, "don't" not alphabetic; the reason is dropped
     assert misspellings_of(pairs)["the"] == ("teh",)
     with pytest.raises(ValueError, match="dictionary.txt, line 2"):
@@ -169,8 +186,14 @@ def test_char_decoder_runs_for_exactly_the_unk_targets(device):
     # without <unk> targets the character decoder does not run at all
     sizes.clear()
     hook = model.char_cell.register_forward_hook(lambda mod, args, out: sizes.append(args[0].shape[0]))
-    out = model(batch.src, batch.src_lengths, batch.tgt_in, tgt_unk=torch.zeros_like(batch.tgt_unk),
-                tgt_chars_in=batch.tgt_chars_in, **batch.inputs())
+    out = model(
+        batch.src,
+        batch.src_lengths,
+        batch.tgt_in,
+        tgt_unk=torch.zeros_like(batch.tgt_unk),
+        tgt_chars_in=batch.tgt_chars_in,
+        **batch.inputs(),
+    )
     hook.remove()
     assert sizes == [] and out.char_logits.shape[0] == 0
 
@@ -271,7 +294,8 @@ def test_checkpoint_round_trip(device, tmp_path):
 def test_run_nested_resumes_and_records_once_every_run_is_done(tmp_path):
     data = toy_data()
     study = dataclasses.replace(nested.STUDY, data=lambda recipe, group: data).with_recipe(
-        seeds=[0, 1], max_epochs=2, embed_dim=8, hidden_dim=8, char_embed_dim=4, char_hidden_dim=8)
+        seeds=[0, 1], max_epochs=2, embed_dim=8, hidden_dim=8, char_embed_dim=4, char_hidden_dim=8
+    )
     assert len(study_status(study, tmp_path)["missing"]) == 4
     calls = []
 
@@ -291,7 +315,9 @@ def test_run_nested_resumes_and_records_once_every_run_is_done(tmp_path):
     summary = record["metrics"]["summary"]
     assert set(summary) == {"word", "word+char"} and summary["word+char"]["accuracy"]["n"] == 2
     assert summary["word+char"]["parameters"]["n"] == 2 and set(summary["word"]) == set(nested.METRICS) | {
-        "parameters", "converged"}
+        "parameters",
+        "converged",
+    }
     assert summary["word+char"]["parameters"]["mean"] > summary["word"]["parameters"]["mean"]
     assert all(0 <= r["accuracy"] <= 1 and 1 <= r["best_epoch"] <= 2 for r in record["metrics"]["runs"])
     assert record["metrics"]["data"]["test_words"] == record["metrics"]["runs"][0]["n_words"]
@@ -304,11 +330,16 @@ def test_the_record_regenerates_from_its_rows_alone(tmp_path):
     recorded ones: the study's summary is the one that wrote it."""
     recorded = results.load_result("nested-spelling")
     shutil.copy(results.RESULTS_DIR / "nested-spelling.json", tmp_path)
-    assert study_status(nested.STUDY, tmp_path) == {"done": [p.key for p in nested.STUDY.pieces(nested.NESTED)],
-                                                    "missing": []}
+    assert study_status(nested.STUDY, tmp_path) == {
+        "done": [p.key for p in nested.STUDY.pieces(nested.NESTED)],
+        "missing": [],
+    }
     again = run_study(nested.STUDY, tmp_path, write=False)
     assert again["recipe"] == recorded["recipe"] == json.loads(json.dumps(nested.NESTED))
     assert again["metrics"] == recorded["metrics"]
-    assert (again["wall_seconds"], again["notes"], again["command"]) == \
-        (recorded["wall_seconds"], recorded["notes"], recorded["command"])
+    assert (again["wall_seconds"], again["notes"], again["command"]) == (
+        recorded["wall_seconds"],
+        recorded["notes"],
+        recorded["command"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nested-spelling.json"]  # nothing written

@@ -17,6 +17,7 @@ explorers, CPU, in notebooks/), so ``pytest tests`` alone still proves that the
 notebooks run. Each notebook's execution time goes to the table printed at the end
 of the run (tests/conftest.py).
 """
+
 import copy
 import difflib
 import os
@@ -49,13 +50,20 @@ OTHER_EXECUTION = bool(os.environ.get("ATTENTION_EXECUTED"))
 
 # nbval's IPyNbFile.skip_compare without --nbdime: never compared.
 SKIP_COMPARE = (
-    "metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
     "application/vnd.jupyter.widget-view+json",  # model ids are random
-    "image/png", "image/jpeg",
+    "image/png",
+    "image/jpeg",
 )
 
 
 # --------------------------------------------------------------------------- comparison
+
 
 def cell_options(cell):
     """nbval's options of a code cell under --nbval-lax (tags, then comment markers)."""
@@ -92,8 +100,11 @@ def _show(value):
 
 def _diff(reference, executed):
     lines = difflib.unified_diff(
-        _show(reference).splitlines(keepends=True), _show(executed).splitlines(keepends=True),
-        fromfile="committed notebook", tofile="executed", lineterm="",
+        _show(reference).splitlines(keepends=True),
+        _show(executed).splitlines(keepends=True),
+        fromfile="committed notebook",
+        tofile="executed",
+        lineterm="",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
 
@@ -112,8 +123,10 @@ def compare_outputs(reference, executed, bands=()):
         test_values = test[key]
         if len(ref_values) != len(test_values):
             shown = lambda values: "\n".join(_show(v) for v in values)  # noqa: E731
-            return (f"{len(ref_values)} '{key}' output(s) committed, {len(test_values)} executed\n"
-                    f"--- committed notebook:\n{shown(ref_values)}\n--- executed:\n{shown(test_values)}")
+            return (
+                f"{len(ref_values)} '{key}' output(s) committed, {len(test_values)} executed\n"
+                f"--- committed notebook:\n{shown(ref_values)}\n--- executed:\n{shown(test_values)}"
+            )
         for ref_value, test_value in zip(ref_values, test_values):
             if bands and key == "stdout":
                 why = compare_banded(ref_value, test_value, bands)
@@ -168,10 +181,10 @@ def output_mismatches(name, committed, executed):
 
 # --------------------------------------------------------------------------- the executions
 
+
 def _mtimes(path):
     """(mtime, file) for the notebook and every file of the package (bytecode aside)."""
-    files = [path, *(p for p in (ROOT / "attention").rglob("*")
-                     if "__pycache__" not in p.parts and p.suffix != ".pyc")]
+    files = [path, *(p for p in (ROOT / "attention").rglob("*") if "__pycache__" not in p.parts and p.suffix != ".pyc")]
     for file in files:
         try:
             if file.is_file():
@@ -208,8 +221,7 @@ def execute(path, monkeypatch):
     monkeypatch.setenv("ATTENTION_DEVICE", "cpu")
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb, cell_timestamps_span(nb) or time.perf_counter() - start
 
 
@@ -245,9 +257,11 @@ def test_checked_outputs_match_the_committed_notebook(path, monkeypatch, noteboo
     assert stale is None, f"{stale}\nRebuild the site (bash scripts/build-site.sh) or delete {EXECUTED}."
     problems = output_mismatches(path.name, committed, executed)
     if problems:
-        pytest.fail(f"checked outputs of {path.name} differ in {source} from the committed notebook"
-                    " (re-execute it with scripts/execute_notebooks.py if the change is meant):\n\n"
-                    + "\n\n".join(problems), pytrace=False)
+        pytest.fail(
+            f"checked outputs of {path.name} differ in {source} from the committed notebook"
+            " (re-execute it with scripts/execute_notebooks.py if the change is meant):\n\n" + "\n\n".join(problems),
+            pytrace=False,
+        )
 
 
 # --------------------------------------------------------------------------- the comparison can fail
@@ -263,8 +277,11 @@ def _doctored(nb, number, change):
 
 def _checked_and_unchecked(nb):
     code = _code_cells(nb)
-    checked = next(i for i, c in enumerate(code) if cell_options(c)["check"] and c.outputs
-                   and any(o.output_type == "stream" for o in c.outputs))
+    checked = next(
+        i
+        for i, c in enumerate(code)
+        if cell_options(c)["check"] and c.outputs and any(o.output_type == "stream" for o in c.outputs)
+    )
     unchecked = next(i for i, c in enumerate(code) if not cell_options(c)["check"] and c.outputs)
     return checked, unchecked
 
@@ -332,9 +349,13 @@ def test_a_copy_of_other_code_is_stale():
 
 def test_timestamps_give_first_start_to_last_reply():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1"), nbformat.v4.new_code_cell("2")])
-    nb.cells[0].metadata.execution = {"iopub.execute_input": "2026-01-01T00:00:01.000000Z",
-                                      "shell.execute_reply": "2026-01-01T00:00:02.000000Z"}
-    nb.cells[1].metadata.execution = {"iopub.execute_input": "2026-01-01T00:00:02.500000Z",
-                                      "shell.execute_reply": "2026-01-01T00:02:03.000000Z"}
+    nb.cells[0].metadata.execution = {
+        "iopub.execute_input": "2026-01-01T00:00:01.000000Z",
+        "shell.execute_reply": "2026-01-01T00:00:02.000000Z",
+    }
+    nb.cells[1].metadata.execution = {
+        "iopub.execute_input": "2026-01-01T00:00:02.500000Z",
+        "shell.execute_reply": "2026-01-01T00:02:03.000000Z",
+    }
     assert cell_timestamps_span(nb) == 122.0
     assert cell_timestamps_span(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])) is None

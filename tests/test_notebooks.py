@@ -2,6 +2,7 @@
 
 The checked outputs themselves are compared in tests/test_notebook_outputs.py.
 """
+
 import re
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """NTM addressing (chapter 7, Graves et al. 2014 §3.3): each step against a hand computation."""
+
 import math
 
 import pytest
@@ -26,8 +27,9 @@ def test_interpolation_gate_keeps_or_replaces_the_last_weighting(device):
     previous = torch.tensor([[0.0, 0.0, 1.0]], device=device)
     torch.testing.assert_close(interpolate(content, previous, 1.0), content)
     torch.testing.assert_close(interpolate(content, previous, 0.0), previous)
-    torch.testing.assert_close(interpolate(content, previous, 0.25),
-                               torch.tensor([[0.175, 0.05, 0.775]], device=device))
+    torch.testing.assert_close(
+        interpolate(content, previous, 0.25), torch.tensor([[0.175, 0.05, 0.775]], device=device)
+    )
     with pytest.raises(ValueError, match=r"gate g must be in \[0, 1\]"):
         interpolate(content, previous, 1.5)
 
@@ -35,16 +37,17 @@ def test_interpolation_gate_keeps_or_replaces_the_last_weighting(device):
 def test_shift_is_a_circular_convolution(device):
     w = torch.tensor([[1.0, 0.0, 0.0, 0.0, 0.0]], device=device)
     # all the mass on offset +1: the focus moves one slot forward
-    torch.testing.assert_close(shift(w, torch.tensor([0.0, 0.0, 1.0], device=device)),
-                               torch.tensor([[0.0, 1.0, 0.0, 0.0, 0.0]], device=device))
+    torch.testing.assert_close(
+        shift(w, torch.tensor([0.0, 0.0, 1.0], device=device)), torch.tensor([[0.0, 1.0, 0.0, 0.0, 0.0]], device=device)
+    )
     # offset -1 from slot 0 wraps around to the last slot
-    torch.testing.assert_close(shift(w, torch.tensor([1.0, 0.0, 0.0], device=device)),
-                               torch.tensor([[0.0, 0.0, 0.0, 0.0, 1.0]], device=device))
+    torch.testing.assert_close(
+        shift(w, torch.tensor([1.0, 0.0, 0.0], device=device)), torch.tensor([[0.0, 0.0, 0.0, 0.0, 1.0]], device=device)
+    )
     # a spread kernel blurs: w̃(i) = Σ_j w(j) s(i - j), by hand
     w = torch.tensor([[0.5, 0.5, 0.0, 0.0, 0.0]], device=device)
     s = torch.tensor([0.1, 0.8, 0.1], device=device)  # offsets -1, 0, +1
-    expected = torch.tensor([[0.5 * 0.8 + 0.5 * 0.1, 0.5 * 0.1 + 0.5 * 0.8, 0.5 * 0.1, 0.0, 0.5 * 0.1]],
-                            device=device)
+    expected = torch.tensor([[0.5 * 0.8 + 0.5 * 0.1, 0.5 * 0.1 + 0.5 * 0.8, 0.5 * 0.1, 0.0, 0.5 * 0.1]], device=device)
     torch.testing.assert_close(shift(w, s), expected)
     with pytest.raises(ValueError, match="odd-length kernel"):
         shift(w, torch.tensor([0.5, 0.5], device=device))

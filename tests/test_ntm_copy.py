@@ -1,5 +1,6 @@
 """The Neural Turing Machine and its copy task (chapter 7, Graves et al. 2014 §3-4.1):
 ``attention/models/ntm.py`` and ``attention/tasks/copy.py``."""
+
 import pytest
 import torch
 
@@ -33,12 +34,15 @@ def test_copy_batch_layout_delimiter_and_targets():
 
 
 def test_copy_data_is_deterministic_and_has_longer_test_sets():
-    one = copy_data(bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12),
-                    n_by_length=3, seed=1)
-    two = copy_data(bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12),
-                    n_by_length=3, seed=1)
-    other = copy_data(bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12),
-                      n_by_length=3, seed=2)
+    one = copy_data(
+        bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12), n_by_length=3, seed=1
+    )
+    two = copy_data(
+        bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12), n_by_length=3, seed=1
+    )
+    other = copy_data(
+        bits=5, min_len=2, max_len=4, n_train=40, n_valid=8, n_test=8, test_lengths=(9, 12), n_by_length=3, seed=2
+    )
     assert isinstance(one, CopyData)
     assert one.fingerprint() == two.fingerprint() != other.fingerprint()
     assert all(torch.equal(x, y) for x, y in zip(one.train, two.train))
@@ -152,8 +156,9 @@ def test_overfits_a_tiny_copy_set_through_fit(device):
     torch.manual_seed(0)
     model = NTM(NTMConfig(**SMALL)).to(device)
     before = data.evaluate(model, data.train)["loss"]
-    history = fit(model, data, epochs=200, batch_size=4, lr=1e-2, device=device, progress=False, patience=200,
-                  select="loss")  # keep the lowest-loss epoch
+    history = fit(
+        model, data, epochs=200, batch_size=4, lr=1e-2, device=device, progress=False, patience=200, select="loss"
+    )  # keep the lowest-loss epoch
     report = data.evaluate(model, data.train)
     assert report["bit_accuracy"] == 1.0 and report["sequence_accuracy"] == 1.0
     assert report["loss"] < 0.1 * before
@@ -161,13 +166,16 @@ def test_overfits_a_tiny_copy_set_through_fit(device):
 
 
 # --- errors and the registry -----------------------------------------------------------------
-@pytest.mark.parametrize("bad, match", [
-    (dict(shifts=2), "shifts must be odd"),
-    (dict(shifts=5, memory_slots=3), r"shifts \(5\) cannot exceed memory_slots \(3\)"),
-    (dict(controller="gru"), "controller must be one of"),
-    (dict(memory_slots=0), "sizes must be positive integers"),
-    (dict(bits=2.5), "sizes must be positive integers"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(shifts=2), "shifts must be odd"),
+        (dict(shifts=5, memory_slots=3), r"shifts \(5\) cannot exceed memory_slots \(3\)"),
+        (dict(controller="gru"), "controller must be one of"),
+        (dict(memory_slots=0), "sizes must be positive integers"),
+        (dict(bits=2.5), "sizes must be positive integers"),
+    ],
+)
 def test_bad_configs_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
         NTMConfig(**bad)
@@ -202,6 +210,7 @@ def test_registered_as_ntm_and_rebuilt_from_a_checkpoint(tmp_path):
 # --- the LSTM baseline -------------------------------------------------------------------------
 def test_copy_lstm_matches_the_ntm_in_size_and_overfits_a_tiny_set(device):
     from attention.models.ntm import CopyLSTM, CopyLSTMConfig
+
     default = sum(p.numel() for p in CopyLSTM(CopyLSTMConfig()).parameters())
     ntm = sum(p.numel() for p in NTM(NTMConfig()).parameters())
     assert abs(default - ntm) < 0.05 * ntm, (default, ntm)  # "about as many parameters"
@@ -220,14 +229,23 @@ def test_copy_lstm_matches_the_ntm_in_size_and_overfits_a_tiny_set(device):
 
 def test_the_heads_figure_draws_four_panels_and_refuses_mismatched_times():
     from attention.book.chapters.ch07 import ntm_heads_figure
+
     model = NTM(NTMConfig(**SMALL))
     batch = copy_batch(random_sequences(1, 4, 5, 5, seed=1))
     out = model(batch.inputs)
-    fig = ntm_heads_figure(batch.inputs[0], torch.sigmoid(out.logits[0]), out.write_weights[0], out.read_weights[0],
-                           slots=8, title="length 5")
+    fig = ntm_heads_figure(
+        batch.inputs[0],
+        torch.sigmoid(out.logits[0]),
+        out.write_weights[0],
+        out.read_weights[0],
+        slots=8,
+        title="length 5",
+    )
     assert len(fig.axes) == 4
     assert fig.axes[2].images[0].get_array().shape == (8, 11)  # 8 slots shown, T = 2·5 + 1 steps
-    torch.testing.assert_close(torch.as_tensor(fig.axes[2].images[0].get_array()[4]),  # slot 0 in the middle
-                               out.write_weights[0, :, 0].detach())
+    torch.testing.assert_close(
+        torch.as_tensor(fig.axes[2].images[0].get_array()[4]),  # slot 0 in the middle
+        out.write_weights[0, :, 0].detach(),
+    )
     with pytest.raises(ValueError, match="one T"):
         ntm_heads_figure(batch.inputs[0], out.logits[0, :3], out.write_weights[0], out.read_weights[0])

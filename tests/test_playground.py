@@ -3,6 +3,7 @@
 
 The browser half (the page types a sentence and a date and gets the Python model's output) is in
 tests/test_site.py."""
+
 import json
 import os
 from pathlib import Path
@@ -67,8 +68,11 @@ def test_the_exported_date_models_decode_like_pytorch(name, tmp_path):
     assert result["token_agreement"] >= 0.99 and result["max_weight_diff"] <= 1e-4, result
     _, weights = translator.greedy(data.src_vocab.encode(data.test[0].src), 12)
     if name == "dates-transformer":
-        assert meta["kind"] == "transformer" and weights.shape[1:] == (meta["layers"], meta["heads"],
-                                                                       len(data.test[0].src))
+        assert meta["kind"] == "transformer" and weights.shape[1:] == (
+            meta["layers"],
+            meta["heads"],
+            len(data.test[0].src),
+        )
     else:
         assert meta["kind"] == "rnnsearch" and weights.shape[1:] == (len(data.test[0].src),)
     torch.testing.assert_close(torch.from_numpy(weights).sum(-1), torch.ones(weights.shape[:-1]))

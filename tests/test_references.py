@@ -1,4 +1,5 @@
 """The survey's nineteen references all resolve, and every {cite} of the book names an entry."""
+
 import re
 from pathlib import Path
 

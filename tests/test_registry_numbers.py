@@ -1,6 +1,7 @@
 """Every "mean ± sd" that a notebook prints in a compared output cell (tag nbval-check-output) is a
 mean ± sd of the results registry, at the digits printed (or the same as a percentage): results
 over seeds are read from the registry, never typed or recomputed into other numbers."""
+
 import json
 import re
 from pathlib import Path
@@ -34,13 +35,12 @@ def registry_pairs(directory=None) -> set[tuple[float, float]]:
 
 def _matches(printed: str, value: float) -> bool:
     digits = len(printed.split(".")[1])
-    return any(abs(round(scale * value, digits) - float(printed)) <= 0.5 * 10 ** -digits + 1e-12 for scale in (1, 100))
+    return any(abs(round(scale * value, digits) - float(printed)) <= 0.5 * 10**-digits + 1e-12 for scale in (1, 100))
 
 
 def unknown_pairs(text: str, pairs) -> list[str]:
     """The ``mean ± sd`` of ``text`` that are no mean ± sd of ``pairs`` at the printed digits."""
-    return [f"{m} ± {s}" for m, s in PAIR.findall(text)
-            if not any(_matches(m, a) and _matches(s, b) for a, b in pairs)]
+    return [f"{m} ± {s}" for m, s in PAIR.findall(text) if not any(_matches(m, a) and _matches(s, b) for a, b in pairs)]
 
 
 def test_the_check_can_fail():

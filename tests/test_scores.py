@@ -1,4 +1,5 @@
 """Every score function of survey §4 against an independent formula."""
+
 import math
 
 import pytest
@@ -44,8 +45,9 @@ def test_scaled_dot(device):
     q, k = qk(device)
     expected = loop_scores(q, k, lambda s, h: (s * h).sum() / math.sqrt(E))
     torch.testing.assert_close(build("scaled_dot", device)(q, k), expected)
-    torch.testing.assert_close(build("scaled_dot", device, scale=0.5)(q, k),
-                               loop_scores(q, k, lambda s, h: 0.5 * (s * h).sum()))
+    torch.testing.assert_close(
+        build("scaled_dot", device, scale=0.5)(q, k), loop_scores(q, k, lambda s, h: 0.5 * (s * h).sum())
+    )
 
 
 def test_general(device):

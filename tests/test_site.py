@@ -39,11 +39,21 @@ SITE = ROOT / "_build" / "html"
 ON_CI = os.environ.get("CI", "").lower() == "true"
 EXPLORER_PAGE = "notebooks/04-scores.html"
 # Every page with an explorer (a Dropdown and a slider driving a figure).
-EXPLORER_PAGES = [EXPLORER_PAGE, "notebooks/04b-coupled-attention.html", "notebooks/03b-alignment.html", "notebooks/06-transformer.html",
-                  "notebooks/05-hierarchical.html", "notebooks/05b-nested-attention.html",
-                  "notebooks/06b-intra-attention.html", "notebooks/07-memory.html", "notebooks/08-soft-hard.html",
-                  "notebooks/09-global-local.html", "notebooks/10-evaluation.html",
-                  "notebooks/11-closing.html", "notebooks/13-performance.html"]
+EXPLORER_PAGES = [
+    EXPLORER_PAGE,
+    "notebooks/04b-coupled-attention.html",
+    "notebooks/03b-alignment.html",
+    "notebooks/06-transformer.html",
+    "notebooks/05-hierarchical.html",
+    "notebooks/05b-nested-attention.html",
+    "notebooks/06b-intra-attention.html",
+    "notebooks/07-memory.html",
+    "notebooks/08-soft-hard.html",
+    "notebooks/09-global-local.html",
+    "notebooks/10-evaluation.html",
+    "notebooks/11-closing.html",
+    "notebooks/13-performance.html",
+]
 SHOTS = Path(tempfile.gettempdir())  # explorer-<page>.png before, explorer-<page>-after.png after
 # A page with exercise solutions folded away (``:class: dropdown`` admonitions, sphinx-togglebutton).
 SOLUTION_PAGE = "book/01-preface.html"
@@ -80,6 +90,7 @@ def _unavailable(reason: str):
 # ---------------------------------------------------------------------------
 # What the site should contain, from the book's own configuration files
 
+
 def _colab_base() -> str:
     """Colab URL prefix of a notebook, derived from _config.yml's repository."""
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -88,9 +99,7 @@ def _colab_base() -> str:
     org, name = parts[0], parts[1].removesuffix(".git")
     colab = cfg["launch_buttons"]["colab_url"].rstrip("/")
     book = (repo.get("path_to_book") or "").strip("/")
-    return f"{colab}/github/{org}/{name}/blob/{repo.get('branch', 'main')}/" + (
-        f"{book}/" if book else ""
-    )
+    return f"{colab}/github/{org}/{name}/blob/{repo.get('branch', 'main')}/" + (f"{book}/" if book else "")
 
 
 TOC_DOCS = toc_docs()
@@ -100,6 +109,7 @@ NOTEBOOK_DOCS = [d for d in TOC_DOCS if (ROOT / f"{d}.ipynb").is_file() or d.sta
 
 # ---------------------------------------------------------------------------
 # Fixtures: the built site, a local web server, headless Chromium
+
 
 @pytest.fixture(scope="session")
 def site() -> Path:
@@ -210,9 +220,7 @@ def open_page(browser, base_url):
         )
         page.on(
             "response",
-            lambda resp: log.failed.append(f"{resp.url} (HTTP {resp.status})")
-            if resp.status >= 400
-            else None,
+            lambda resp: log.failed.append(f"{resp.url} (HTTP {resp.status})") if resp.status >= 400 else None,
         )
         page.on("pageerror", lambda exc: log.errors.append(str(exc.message if hasattr(exc, "message") else exc)))
         page.on("console", lambda msg: log.errors.append(msg.text) if msg.type == "error" else None)
@@ -251,7 +259,6 @@ def _settle(page, log: PageLog) -> None:
     page.wait_for_timeout(300)  # late console errors of the last scripts
 
 
-
 @pytest.mark.parametrize("path", [EXPLORER_PAGE, SOLUTION_PAGE])
 def test_every_declared_font_loads(open_page, path):
     """Every @font-face the page declares (theme, MathJax, widget manager) loads.
@@ -278,6 +285,7 @@ def test_every_declared_font_loads(open_page, path):
 
 # ---------------------------------------------------------------------------
 # Every page
+
 
 def test_toc_lists_pages():
     assert PAGES and PAGES[0] == "book/index.html", PAGES
@@ -350,8 +358,9 @@ el => { let n = el.parentElement;
 
 
 def _explorer_around(page, control):
-    page.evaluate("() => document.querySelectorAll('[data-test-explorer]')"
-                  ".forEach(e => e.removeAttribute('data-test-explorer'))")
+    page.evaluate(
+        "() => document.querySelectorAll('[data-test-explorer]').forEach(e => e.removeAttribute('data-test-explorer'))"
+    )
     assert control.evaluate(_EXPLORER_OF_JS), "no figure next to the control"
     return page.locator("[data-test-explorer]").first
 
@@ -463,7 +472,8 @@ def test_explorer_survives_rapid_changes(open_page, explorer_page):
     assert not log.problems(), f"{explorer_page}: {log.problems()}"
     assert after == before, (
         f"{explorer_page}: every control is back at its start, but the figures differ "
-        f"({len(before)} images before, {len(after)} after)")
+        f"({len(before)} images before, {len(after)} after)"
+    )
 
 
 def test_solution_toggle(open_page):
@@ -506,8 +516,9 @@ def test_playground_translates_like_the_python_model(open_page, model):
     request leaves the site."""
     page, log = open_page(PLAYGROUND_PAGE)
     root = page.locator("#playground")
-    page.wait_for_function("() => ['true', 'error'].includes(document.getElementById('playground').dataset.ready)",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => ['true', 'error'].includes(document.getElementById('playground').dataset.ready)", timeout=60_000
+    )
     assert root.get_attribute("data-ready") == "true", page.locator(".pg-status").inner_text()
     print(f"playground ready {root.get_attribute('data-load-ms')} ms after its script started")
     page.select_option(".pg-model", model)

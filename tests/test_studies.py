@@ -1,6 +1,7 @@
 """The one Study (attention/studies/base.py): resuming, kept models, the shared helpers, the command
 line built from the registry, and the pieces run on a local two-worker Dask cluster giving the
 record of the serial run."""
+
 import dataclasses
 import json
 import sys
@@ -33,19 +34,30 @@ def _run(study, piece, data, device):
     if piece.variant == "boom":
         raise RuntimeError("this piece fails on purpose")
     model = ex.build_model(data, attention=piece.variant, embed_dim=8, hidden_dim=8, seed=piece.seed).to(device)
-    history = ex.fit(model, data, epochs=study.recipe["epochs"], batch_size=16, seed=piece.seed, device=device,
-                     progress=False)
+    history = ex.fit(
+        model, data, epochs=study.recipe["epochs"], batch_size=16, seed=piece.seed, device=device, progress=False
+    )
     return {"bleu": ex.evaluate(model, data)["bleu"].score, **training_row(history, model, valid="bleu")}, model
 
 
 def _summarise(study, runs, data):
-    return {"summary": summarise_variants(runs, ("bleu", "valid_bleu", "best_epoch")), "runs": runs,
-            "test": len(data().test)}
+    return {
+        "summary": summarise_variants(runs, ("bleu", "valid_bleu", "best_epoch")),
+        "runs": runs,
+        "test": len(data().test),
+    }
 
 
-TOY = Study("toy-dates", "toy", "a tiny study of the tests", {"seeds": [0, 1], "variants": ["additive", "dot"],
-                                                              "epochs": 2, "n": 120},
-            _run, _summarise, data=_data, keep=("additive",))
+TOY = Study(
+    "toy-dates",
+    "toy",
+    "a tiny study of the tests",
+    {"seeds": [0, 1], "variants": ["additive", "dot"], "epochs": 2, "n": 120},
+    _run,
+    _summarise,
+    data=_data,
+    keep=("additive",),
+)
 
 
 def _untimed(value):
@@ -59,8 +71,10 @@ def _untimed(value):
 
 def test_a_study_resumes_from_its_partial_file_and_keeps_seed_0s_model(tmp_path):
     assert run_study(TOY, tmp_path, only=["*/seed0"]) is None  # half the pieces: no record yet
-    assert study_status(TOY, tmp_path) == {"done": ["additive/seed0", "dot/seed0"],
-                                           "missing": ["additive/seed1", "dot/seed1"]}
+    assert study_status(TOY, tmp_path) == {
+        "done": ["additive/seed0", "dot/seed0"],
+        "missing": ["additive/seed1", "dot/seed1"],
+    }
     assert (tmp_path / "models" / "toy-dates-additive-seed0.pt").exists()
     assert not (tmp_path / "models" / "toy-dates-dot-seed0.pt").exists()  # not in keep
     ran = []
@@ -76,8 +90,9 @@ def test_a_study_resumes_from_its_partial_file_and_keeps_seed_0s_model(tmp_path)
     assert record["code"]["library"] and record["command"] == "python -m attention toy"
     # the record alone (no partial file) is a finished study: nothing runs, the same record comes back
     (tmp_path / "partial" / "toy-dates.jsonl").unlink()
-    again = run_study(dataclasses.replace(TOY, run=lambda *a: pytest.fail("ran a recorded piece")), tmp_path,
-                      write=False)
+    again = run_study(
+        dataclasses.replace(TOY, run=lambda *a: pytest.fail("ran a recorded piece")), tmp_path, write=False
+    )
     assert again["metrics"] == record["metrics"]
     # another recipe is another study: the record's rows are not reused
     assert study_status(TOY.with_recipe(epochs=3), tmp_path)["done"] == []
@@ -113,8 +128,10 @@ def test_size_to_budget_training_row_and_summaries():
     assert size_to_budget(lambda h: ex.build_model(data, embed_dim=8, hidden_dim=h), target, range(8, 33)) == 16
     with pytest.raises(ValueError, match=r"toy: no hidden size within 1% of \d+ parameters \(best 8: \d+\)"):
         size_to_budget(lambda h: ex.build_model(data, embed_dim=8, hidden_dim=h), target, [8], 0.01, "toy")
-    runs = [{"variant": "a", "seed": s, "x": float(s), "best_epoch": 1, "epochs_run": 2 + s, "parameters": 5}
-            for s in range(3)]
+    runs = [
+        {"variant": "a", "seed": s, "x": float(s), "best_epoch": 1, "epochs_run": 2 + s, "parameters": 5}
+        for s in range(3)
+    ]
     runs.append({"variant": "b", "seed": 0, "x": 1.0, "best_epoch": 2, "epochs_run": 2, "parameters": 7})
     summary = summarise_variants(runs, ("x",))
     assert summary["a"]["x"]["mean"] == 1.0 and summary["a"]["converged"] and summary["a"]["parameters"] == 5
@@ -123,6 +140,7 @@ def test_size_to_budget_training_row_and_summaries():
 
 def test_every_record_of_a_study_is_declared_once_and_its_command_is_a_subcommand():
     from attention.studies.registry import STUDIES, commands
+
     recorded = set(results.list_results())
     assert set(STUDIES) <= recorded | {"ablation-test", "ablation-converged-test"}, set(STUDIES) - recorded
     assert recorded - set(STUDIES) == {"benchmark"}  # the one record a tool, not a study, writes
@@ -135,8 +153,12 @@ def test_every_record_of_a_study_is_declared_once_and_its_command_is_a_subcomman
 def test_no_partial_file_outlives_its_record():
     """Once a record is written its rows are the pieces: a partial file beside it is stale."""
     from attention.studies.registry import STUDIES
+
     partial = results.RESULTS_DIR / "partial"
     recorded = set(results.list_results())
-    stale = sorted(p.name for p in partial.glob("*.jsonl")
-                   if any(p.stem == name or p.stem.startswith(name + "-") for name in recorded & set(STUDIES)))
+    stale = sorted(
+        p.name
+        for p in partial.glob("*.jsonl")
+        if any(p.stem == name or p.stem.startswith(name + "-") for name in recorded & set(STUDIES))
+    )
     assert not stale, f"delete these partial files (their records are written): {stale}"

@@ -4,6 +4,7 @@ all of them together within 20 minutes (the CI run as a whole must stay under 45
 The times are myst-nb's own record of the site build (``_build/.doctrees/environment.pickle``),
 which scripts/test.sh runs before the tests; the run prints them as a table at the end.
 """
+
 import os
 from pathlib import Path
 
@@ -24,8 +25,10 @@ def times():
     missing = [doc for doc in _toc_notebooks() if times.get(doc) is None]
     if missing:
         if os.environ.get("CI"):
-            pytest.fail(f"the site build recorded no execution time for {missing}: "
-                        "scripts/test.sh builds the site before the tests")
+            pytest.fail(
+                f"the site build recorded no execution time for {missing}: "
+                "scripts/test.sh builds the site before the tests"
+            )
         pytest.skip(f"no site build with times for {missing} (bash scripts/build-site.sh records them)")
     return {doc: times[doc] for doc in _toc_notebooks()}
 
@@ -37,8 +40,10 @@ def test_every_notebook_of_the_book_runs_within_two_minutes(times):
 
 def test_the_whole_book_runs_within_twenty_minutes(times):
     total = sum(times.values())
-    assert total <= BOOK_BUDGET_S, (f"the notebooks took {total:.0f} s together, over the budget of "
-                                    f"{BOOK_BUDGET_S} s: {dict(sorted(times.items(), key=lambda kv: -kv[1]))}")
+    assert total <= BOOK_BUDGET_S, (
+        f"the notebooks took {total:.0f} s together, over the budget of "
+        f"{BOOK_BUDGET_S} s: {dict(sorted(times.items(), key=lambda kv: -kv[1]))}"
+    )
 
 
 def test_the_budget_catches_a_slow_notebook():

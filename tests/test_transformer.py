@@ -1,5 +1,6 @@
 """The Transformer of chapter 6 (attention/models/transformer.py): parity with PyTorch's modules,
 cached decoding, causality, padding, the schedule, the registry and a tiny copy task."""
+
 import math
 import time
 import warnings
@@ -66,6 +67,7 @@ def set_mode(mode, *modules):
 
 # --- parity with PyTorch --------------------------------------------------------------------
 
+
 def test_multihead_attention_per_head_weights_match_torch(device):
     theirs = nn.MultiheadAttention(E, H, batch_first=True).to(device).eval()
     ours = MultiHeadAttention(E, H).to(device).eval().load_torch_weights(theirs)
@@ -112,10 +114,18 @@ def test_decoder_layer_matches_torch(device, norm_first, mode):
     pad, causal = padding_mask(device), blocked_causal(T, device)
     tgt_pad = torch.zeros(B, T, dtype=torch.bool, device=device)
     tgt_pad[1, 4:] = True  # padded target positions, after the real ones
-    ref = theirs(y, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=pad,
-                 tgt_is_causal=True)
-    out, self_w, cross_w = ours(y, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad,
-                                memory_key_padding_mask=pad, tgt_is_causal=True, need_weights=True)
+    ref = theirs(
+        y, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=pad, tgt_is_causal=True
+    )
+    out, self_w, cross_w = ours(
+        y,
+        memory,
+        tgt_mask=causal,
+        tgt_key_padding_mask=tgt_pad,
+        memory_key_padding_mask=pad,
+        tgt_is_causal=True,
+        need_weights=True,
+    )
     torch.testing.assert_close(out, ref, **TOL)
     assert self_w.shape == (B, H, T, T) and cross_w.shape == (B, H, T, S)
     assert torch.all(self_w.triu(1) == 0) and torch.all(cross_w[2, :, :, 1:] == 0)
@@ -145,8 +155,9 @@ def replace_dropout(module: nn.Module) -> int:
 @pytest.mark.parametrize("kind", ["encoder", "decoder"])
 def test_dropout_sits_where_pytorch_puts_it(device, kind, norm_first):
     """Every residual and feed-forward dropout applies to the same tensor as in PyTorch's layer."""
-    torch_class, our_class = ((nn.TransformerEncoderLayer, EncoderLayer) if kind == "encoder"
-                              else (nn.TransformerDecoderLayer, DecoderLayer))
+    torch_class, our_class = (
+        (nn.TransformerEncoderLayer, EncoderLayer) if kind == "encoder" else (nn.TransformerDecoderLayer, DecoderLayer)
+    )
     theirs = torch_class(E, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).to(device).train()
     ours = our_class(E, H, FF, dropout=0.0, norm_first=norm_first).to(device).load_torch_weights(theirs).train()
     x, memory, pad = torch.randn(B, T, E, device=device), torch.randn(B, S, E, device=device), padding_mask(device)
@@ -171,8 +182,14 @@ def test_the_stacks_match_nn_transformer(device, norm_first):
     pad = padding_mask(device)
     with torch.no_grad():
         x, y = model.embed(src, model.src_embed), model.embed(tgt, model.tgt_embed)  # the same inputs for both
-        ref = theirs(x, y, src_key_padding_mask=pad, tgt_mask=blocked_causal(T, device),
-                     memory_key_padding_mask=pad, tgt_is_causal=True)  # (B, T, E), before any projection
+        ref = theirs(
+            x,
+            y,
+            src_key_padding_mask=pad,
+            tgt_mask=blocked_causal(T, device),
+            memory_key_padding_mask=pad,
+            tgt_is_causal=True,
+        )  # (B, T, E), before any projection
         memory, _ = model.encoder_stack(x, pad)
         hidden, _, _ = model.decoder_stack(y, memory, pad)
         torch.testing.assert_close(hidden, ref, **TOL)
@@ -195,6 +212,7 @@ def test_fused_and_explicit_attention_agree(device):
 
 
 # --- the model ------------------------------------------------------------------------------
+
 
 def test_forward_returns_every_map(device):
     model = small_model(device)
@@ -260,7 +278,7 @@ def test_a_later_target_token_never_changes_earlier_outputs(device):
             changed = tgt.clone()
             changed[:, t + 1] = (changed[:, t + 1] - 3) % 9 + 4  # another real token
             after = model(src, lengths, changed).logits
-            torch.testing.assert_close(after[:, :t + 1], before[:, :t + 1], **TOL)
+            torch.testing.assert_close(after[:, : t + 1], before[:, : t + 1], **TOL)
             assert not torch.allclose(after[:, t + 1], before[:, t + 1], **TOL)
 
 
@@ -310,11 +328,12 @@ def test_tied_and_shared_embeddings():
 
 # --- schedule, registry, errors -------------------------------------------------------------
 
+
 def test_noam_schedule_peaks_at_warmup():
     factor = noam_schedule(512, warmup=4000)
     rates = [factor(s) for s in range(1, 12001)]
     assert max(range(len(rates)), key=rates.__getitem__) + 1 == 4000
-    assert factor(4000) == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert factor(4000) == pytest.approx(512**-0.5 * 4000**-0.5)
     assert factor(0) == factor(1) > 0  # LambdaLR starts at 0
     assert factor(16000) == pytest.approx(factor(4000) / 2)  # step^-0.5 after the peak
     optimizer = torch.optim.Adam([nn.Parameter(torch.zeros(1))], lr=1.0)
@@ -324,13 +343,23 @@ def test_noam_schedule_peaks_at_warmup():
         lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         scheduler.step()
-    assert lrs[3] == max(lrs) == pytest.approx(16 ** -0.5 * 3 ** -0.5)
+    assert lrs[3] == max(lrs) == pytest.approx(16**-0.5 * 3**-0.5)
 
 
 def test_registry_and_checkpoint_round_trip(device, tmp_path):
     assert MODELS["transformer"] is Transformer
-    model = build("transformer", {"src_vocab": 11, "tgt_vocab": 13, "d_model": E, "num_heads": H,
-                                  "num_layers": 1, "d_ff": FF, "num_decoder_layers": 2})
+    model = build(
+        "transformer",
+        {
+            "src_vocab": 11,
+            "tgt_vocab": 13,
+            "d_model": E,
+            "num_heads": H,
+            "num_layers": 1,
+            "d_ff": FF,
+            "num_decoder_layers": 2,
+        },
+    )
     assert model_name(model) == "transformer" and len(model.encoder_layers) == 1 and len(model.decoder_layers) == 2
     model = model.to(device).eval()
     src, lengths, tgt = batch(device)
@@ -371,11 +400,15 @@ def test_clear_errors():
 
 # --- it learns ------------------------------------------------------------------------------
 
+
 def test_a_one_layer_transformer_learns_to_copy():
     """Copy 5 tokens from a 10-symbol vocabulary: >= 90% token accuracy by greedy decoding."""
     torch.manual_seed(0)
-    model = Transformer(TransformerConfig(src_vocab=14, tgt_vocab=14, d_model=32, num_heads=4, num_layers=1,
-                                          d_ff=64, dropout=0.0, max_len=8))
+    model = Transformer(
+        TransformerConfig(
+            src_vocab=14, tgt_vocab=14, d_model=32, num_heads=4, num_layers=1, d_ff=64, dropout=0.0, max_len=8
+        )
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, noam_schedule(32, warmup=30))
     g = torch.Generator().manual_seed(0)

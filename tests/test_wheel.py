@@ -4,6 +4,7 @@ repository on disk, the working directory elsewhere.
 The wheel is built from a copy of what packaging needs (pyproject.toml, README.md, LICENSE,
 attention/) in a temporary folder, so nothing is written into the repository.
 """
+
 import email.parser
 import glob
 import json
@@ -41,8 +42,12 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(PACKAGE, src / "attention", ignore=shutil.ignore_patterns("__pycache__", "partial"))
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = out.glob("attention_nlp-*.whl")
     return path
@@ -78,10 +83,13 @@ def test_the_wheel_admits_newer_pythons(wheel):
 
 def _python_3_13() -> str | None:
     """A working Python 3.13 interpreter: on PATH, or one of pyenv's (whose shim may not be active)."""
-    candidates = [shutil.which("python3.13")] + sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.13*/bin/python3.13")))
+    candidates = [shutil.which("python3.13")] + sorted(
+        glob.glob(os.path.expanduser("~/.pyenv/versions/3.13*/bin/python3.13"))
+    )
     for exe in filter(None, candidates):
-        done = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2] == (3, 13))"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [exe, "-c", "import sys; print(sys.version_info[:2] == (3, 13))"], capture_output=True, text=True
+        )
         if done.returncode == 0 and done.stdout.strip() == "True":
             return exe
     return None
@@ -91,8 +99,12 @@ def test_pip_on_python_3_13_accepts_the_wheel(wheel):
     exe = _python_3_13()
     if exe is None:
         pytest.skip("no Python 3.13 interpreter here: test_the_wheel_admits_newer_pythons checks the metadata")
-    done = subprocess.run([exe, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", str(wheel)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [exe, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Would install attention-nlp-0" in done.stdout, done.stdout[-2000:]
 
@@ -123,8 +135,14 @@ def _env(unpacked: Path) -> dict:
 
 
 def test_the_installed_package_reads_its_records_checkpoints_and_data(unpacked, tmp_path):
-    done = subprocess.run([sys.executable, "-c", CHECK_PACKAGE, str(unpacked)], capture_output=True, text=True,
-                          cwd=tmp_path, env=_env(unpacked), timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_PACKAGE, str(unpacked)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(unpacked),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["records"] == len(list((PACKAGE / "results").glob("*.json")))
@@ -136,7 +154,8 @@ def test_a_notebook_that_reads_recorded_results_runs_from_the_wheel_outside_the_
     the working directory outside the repository."""
     nb = nbformat.read(ROOT / "notebooks" / "11-closing.ipynb", as_version=4)
     guard = nbformat.v4.new_code_cell(
-        f"import attention\nassert attention.__file__.startswith({str(unpacked)!r}), attention.__file__")
+        f"import attention\nassert attention.__file__.startswith({str(unpacked)!r}), attention.__file__"
+    )
     nb.cells.insert(1, guard)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -146,7 +165,9 @@ def test_a_notebook_that_reads_recorded_results_runs_from_the_wheel_outside_the_
     try:
         os.environ.clear()
         os.environ.update(env)
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     finally:
         os.environ.clear()
         os.environ.update(old)

@@ -1,4 +1,5 @@
 """Explorers (live and static) and the figure functions they wrap (the library's and the chapters')."""
+
 import dataclasses
 import itertools
 import math
@@ -56,10 +57,10 @@ def test_static_explorer_precomputes_every_combination_in_order():
 
 
 def test_static_explorer_links_every_stack_to_its_control():
-    e = widgets.explorer(ch04.score_weights_figure, {"score": ["dot", "general"], "dim": [4, 8]},
-                         defaults={"dim": 8}, mode="static")
-    pairs = {(link.source[0].model_id, link.source[1], link.target[0].model_id, link.target[1])
-             for link in e.links}
+    e = widgets.explorer(
+        ch04.score_weights_figure, {"score": ["dot", "general"], "dim": [4, 8]}, defaults={"dim": 8}, mode="static"
+    )
+    pairs = {(link.source[0].model_id, link.source[1], link.target[0].model_id, link.target[1]) for link in e.links}
     assert len(e.links) == 3
     outer = e.widget.children[1]
     assert (e.controls["score"].model_id, "index", outer.model_id, "selected_index") in pairs
@@ -135,8 +136,18 @@ def ipywidgets7():
     """ipywidgets 7.7.1 (Colab's front end) in its own folder, put ahead of this environment."""
     target = ROOT / ".cache" / "ipywidgets-7.7.1"
     if not (target / "ipywidgets").exists():
-        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-               "ipywidgets==7.7.1", "ipython_genutils==0.2.0"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            "ipywidgets==7.7.1",
+            "ipython_genutils==0.2.0",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             msg = f"could not install ipywidgets 7.7.1 (offline?): {done.stderr[-500:]}"
@@ -146,8 +157,14 @@ def ipywidgets7():
 
 def test_live_explorers_work_with_colab_ipywidgets_7(ipywidgets7):
     env = dict(os.environ, PYTHONPATH=str(ipywidgets7), ATTENTION_BOOK_STATIC="0")
-    done = subprocess.run([sys.executable, "-c", COLAB_CHECK, str(ipywidgets7)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", COLAB_CHECK, str(ipywidgets7)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("ok ") == len(widgets.EXPLORERS)
 
@@ -178,8 +195,17 @@ def test_head_explorer_live_starts_on_the_last_layers_cross_attention():
 def test_head_explorer_static_frames_follow_the_controls():
     model, data = ch06._demo_transformer()
     torch.manual_seed(0)
-    model = Transformer(TransformerConfig(model.cfg.src_vocab, model.cfg.tgt_vocab, d_model=8, num_heads=2,
-                                          num_encoder_layers=2, num_decoder_layers=1, d_ff=16))
+    model = Transformer(
+        TransformerConfig(
+            model.cfg.src_vocab,
+            model.cfg.tgt_vocab,
+            d_model=8,
+            num_heads=2,
+            num_encoder_layers=2,
+            num_decoder_layers=1,
+            d_ff=16,
+        )
+    )
     pairs = data.test[:2]
     e = ch06.head_explorer(model, data, pairs, max_len=3, mode="static")
     assert e.frames == 2 * 3 * 2 * 2  # sentences × kinds × layers × heads
@@ -199,8 +225,9 @@ def _sentiment_models():
     lin = {}
     for seed, name in enumerate(("with penalty", "without penalty")):
         torch.manual_seed(seed)
-        lin[name] = SelfAttentiveClassifier(SelfAttentiveConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=8,
-                                                                attention_dim=4, rows=3, mlp_dim=8))
+        lin[name] = SelfAttentiveClassifier(
+            SelfAttentiveConfig(len(data.vocab), 2, embed_dim=8, hidden_dim=8, attention_dim=4, rows=3, mlp_dim=8)
+        )
     return data, lstmn, lin
 
 
@@ -218,8 +245,9 @@ def test_lstmn_explorer_shows_each_words_row_of_the_strictly_lower_triangular_ma
     assert bytes(leaf.value) == viz.figure_to_png(ch06.intra_attention_figure(list(sentences[1].tokens), weights, 4))
     if T < longest:  # a word the shorter sentence lacks says so
         beyond = e.widget.children[1].children[1].children[longest - 1]
-        assert bytes(beyond.value) == viz.figure_to_png(ch06.intra_attention_figure(sentences[1].tokens, weights,
-                                                                                   longest))
+        assert bytes(beyond.value) == viz.figure_to_png(
+            ch06.intra_attention_figure(sentences[1].tokens, weights, longest)
+        )
 
 
 def test_rows_explorer_frames_follow_sentence_model_and_row():
@@ -257,13 +285,20 @@ def test_han_explorer_frames_follow_document_and_view():
     torch.testing.assert_close(words.sum(-1), torch.ones(3))
     doc = data.test[1]
     rho = spearman(sentences.tolist(), [abs(r) for r in doc.meta["ratings"]])
-    expected = ch05.han_document_figure(doc.sentences, words, sentences, doc.meta["ratings"], view=ch05.DOCUMENT_VIEWS[1],
-                                       title=f"3 sentences; Spearman(attention, |rating|) = {rho:+.2f}")
+    expected = ch05.han_document_figure(
+        doc.sentences,
+        words,
+        sentences,
+        doc.meta["ratings"],
+        view=ch05.DOCUMENT_VIEWS[1],
+        title=f"3 sentences; Spearman(attention, |rating|) = {rho:+.2f}",
+    )
     leaf = e.widget.children[1].children[1].children[1]  # 2nd document, people's ratings
     assert bytes(leaf.value) == viz.figure_to_png(expected)
     unrated = [dataclasses.replace(d, meta={}) for d in data.test[:2]]
     assert list(ch05.han_explorer(model, data, unrated, mode="live").controls["view"].options) == [
-        (ch05.DOCUMENT_VIEWS[0], ch05.DOCUMENT_VIEWS[0])]
+        (ch05.DOCUMENT_VIEWS[0], ch05.DOCUMENT_VIEWS[0])
+    ]
     with pytest.raises(ValueError, match="needs a model with attention"):
         ch05.han_explorer(HANClassifier(HANConfig(len(data.vocab), 2, pool="max")), data, mode="live")
 
@@ -286,8 +321,9 @@ def test_nested_explorer_shows_the_character_attention_of_each_written_word():
     L = len(data.test[0].src[first["source"]])
     torch.testing.assert_close(first["beta"].sum(-1), torch.ones(len(first["written"])))  # each letter's row
     assert torch.all(first["beta"][:, L:] == 0)  # nothing on the padding after the source word's letters
-    expected = ch05.nested_attention_figure(data.test[0].src, first["alpha"], first["source"], first["written"],
-                                           first["beta"])
+    expected = ch05.nested_attention_figure(
+        data.test[0].src, first["alpha"], first["source"], first["written"], first["beta"]
+    )
     assert bytes(e.widget.children[1].children[0].value) == viz.figure_to_png(expected)
     word_only = NestedSeq2Seq(dataclasses.replace(model.cfg, char_level=False))
     with pytest.raises(ValueError, match="needs a model with char_level=True"):
@@ -302,8 +338,9 @@ def test_memory_explorer_frames_follow_question_and_hop():
     weights, predicted = ch07._story_hops(model, data, questions[1])  # (K, M)
     kept, supports = data.memory(questions[1])
     torch.testing.assert_close(weights.sum(-1), torch.ones(2))
-    expected = ch07.memory_hops_figure(kept, weights, 2, supports, questions[1].question, questions[1].answer,
-                                      predicted)
+    expected = ch07.memory_hops_figure(
+        kept, weights, 2, supports, questions[1].question, questions[1].answer, predicted
+    )
     assert bytes(e.widget.children[1].children[1].children[1].value) == viz.figure_to_png(expected)
 
 
@@ -340,14 +377,19 @@ def test_glimpse_explorer_frames_follow_image_model_step_and_view():
     live.controls["view"].value = "weights"
     words = [data.vocab.itos[t] for t in tokens[0].tolist()]
     n = words.index("<eos>") + 1 if "<eos>" in words else len(words)
-    expected = ch08.glimpse_figure(batch.images[0, 0], attention[0, 0].reshape(model.grid), words[:n], 1, None,
-                                  title="hard attention, step 1")
+    expected = ch08.glimpse_figure(
+        batch.images[0, 0], attention[0, 0].reshape(model.grid), words[:n], 1, None, title="hard attention, step 1"
+    )
     assert bytes(live.image.value) == viz.figure_to_png(expected)
 
 
 def test_chosen_features_are_sharp_and_read_differently():
-    P = torch.tensor([[0.95, 0.9, 0.15, 0.5],  # (T=2, F=4): features 0 and 1 read word 0, feature 2 word 1,
-                      [0.05, 0.1, 0.85, 0.5]])  # feature 3 both, least sharp
+    P = torch.tensor(
+        [
+            [0.95, 0.9, 0.15, 0.5],  # (T=2, F=4): features 0 and 1 read word 0, feature 2 word 1,
+            [0.05, 0.1, 0.85, 0.5],
+        ]
+    )  # feature 3 both, least sharp
     assert ch04.chosen_features([P], 2) == [0, 2]  # 1 overlaps 0 by 0.95, 3 overlaps 0 by 0.55
     assert ch04.chosen_features([P], 3) == [0, 1, 2]  # filled up by sharpness: 1 (0.9) before 3 (0.5)
     assert ch04.chosen_features([P], 9) == [0, 1, 2, 3]
@@ -361,9 +403,13 @@ def test_features_explorer_frames_follow_sentence_and_feature():
     P = common._sentence_attention(model, data, data.test[1], "features")  # (T, F)
     torch.testing.assert_close(P.sum(0), torch.ones(P.shape[1]))
     leaf = e.widget.children[1].children[1].children[2]  # second sentence, third feature shown
-    expected = viz.attention_rows_figure(list(data.test[1].tokens), P[:, shown].T, 3,
-                                         row_labels=[f"feature {k}" for k in shown],
-                                         title="multi-dimensional attention: one distribution per feature")
+    expected = viz.attention_rows_figure(
+        list(data.test[1].tokens),
+        P[:, shown].T,
+        3,
+        row_labels=[f"feature {k}" for k in shown],
+        title="multi-dimensional attention: one distribution per feature",
+    )
     assert bytes(leaf.value) == viz.figure_to_png(expected)
     scalar = dataclasses.replace(model.cfg, pool="scalar")
     with pytest.raises(ValueError, match="pool='features'"):
@@ -381,9 +427,16 @@ def test_coupled_explorer_frames_follow_sentence_and_attention():
     weights = torch.stack([a["aspect"][0], a["opinion"][0], a["aspect"][1], a["opinion"][1]])
     leaf = e.widget.children[1].children[0].children[3]  # first sentence, opinion at layer 2
     predicted = report["predictions"][0]
-    labels = [w + (f" [{'A' if predicted['aspect'][i] else 'P' if predicted['opinion'][i] else '-'}/-]"
-                   if predicted["aspect"][i] or predicted["opinion"][i] else "")
-              for i, w in enumerate(data.test[0].tokens)]
-    expected = viz.attention_rows_figure(labels, weights, 4, row_labels=rows,
-                                         title="coupled attention; [model/silver]: A aspect, P opinion")
+    labels = [
+        w
+        + (
+            f" [{'A' if predicted['aspect'][i] else 'P' if predicted['opinion'][i] else '-'}/-]"
+            if predicted["aspect"][i] or predicted["opinion"][i]
+            else ""
+        )
+        for i, w in enumerate(data.test[0].tokens)
+    ]
+    expected = viz.attention_rows_figure(
+        labels, weights, 4, row_labels=rows, title="coupled attention; [model/silver]: A aspect, P opinion"
+    )
     assert bytes(leaf.value) == viz.figure_to_png(expected)

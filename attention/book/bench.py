@@ -19,6 +19,7 @@ Informational rows: additive, concat and general scores against the dot score at
 local against global attention as the source grows (chapter 9's ``attention/cost.py``); and a
 training step of every model family (``attention/book/families.py``) in tokens per second.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -41,13 +42,18 @@ from .families import EXAMPLES, example
 __all__ = ["GOALS", "Row", "run_benchmark", "format_rows", "cuda_dtypes", "summary"]
 
 #: case -> the largest ratio ours / PyTorch's the package aims for
-GOALS = {"fused MHA, padding mask": 1.10, "fused MHA, is_causal": 1.10,
-         "explicit MHA vs nn.MultiheadAttention": 2.0, "encoder layer vs nn.TransformerEncoderLayer": 1.2}
+GOALS = {
+    "fused MHA, padding mask": 1.10,
+    "fused MHA, is_causal": 1.10,
+    "explicit MHA vs nn.MultiheadAttention": 2.0,
+    "encoder layer vs nn.TransformerEncoderLayer": 1.2,
+}
 
 
 @dataclass
 class Row:
     """One measured case: our time (and peak memory on CUDA) beside the reference's."""
+
     group: str  # "kernels", "scores", "local", "models"
     case: str
     size: str
@@ -82,10 +88,12 @@ def _sync(device: torch.device) -> None:
 
 def _fwd_bwd(fn: Callable[[], torch.Tensor], leaves: list[torch.Tensor]) -> Callable[[], None]:
     """A pass of ``fn`` and the backward pass of its sum, the gradients dropped afterwards."""
+
     def run():
         fn().float().sum().backward()
         for t in leaves:
             t.grad = None
+
     return run
 
 
@@ -137,8 +145,17 @@ def _peak_mb(fn: Callable[[], None], device: torch.device) -> float | None:
 
 def _pair(group, case, size, dtype, ours, ref, device, repeat, reference) -> Row:
     t_ours, t_ref = _time_pair(ours, ref, device, repeat)
-    return Row(group, case, size, str(dtype).replace("torch.", ""), t_ours * 1e3, t_ref * 1e3,
-               _peak_mb(ours, device), _peak_mb(ref, device), reference=reference)
+    return Row(
+        group,
+        case,
+        size,
+        str(dtype).replace("torch.", ""),
+        t_ours * 1e3,
+        t_ref * 1e3,
+        _peak_mb(ours, device),
+        _peak_mb(ref, device),
+        reference=reference,
+    )
 
 
 def kernel_rows(device: torch.device, dtype: torch.dtype, B: int, H: int, L: int, E: int, repeat: int) -> list[Row]:
@@ -156,27 +173,58 @@ def kernel_rows(device: torch.device, dtype: torch.dtype, B: int, H: int, L: int
     our_layer = EncoderLayer(E, H, 4 * E, fused=True).to(device, dtype).load_torch_weights(their_layer)
     qkv = [q, k, v]
     cases = [
-        ("noise floor: F.sdpa vs itself", "F.scaled_dot_product_attention",
-         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
-         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), qkv),
-        ("fused MHA, padding mask", "F.scaled_dot_product_attention",
-         lambda: scaled_dot_product_attention(q, k, v, attn_mask=keep, fused=True)[0],
-         lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), qkv),
-        ("fused MHA, is_causal", "F.scaled_dot_product_attention",
-         lambda: scaled_dot_product_attention(q, k, v, is_causal=True, fused=True)[0],
-         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), qkv),
-        ("explicit MHA vs nn.MultiheadAttention", "nn.MultiheadAttention (weights)",
-         lambda: ours(x, x, x, key_padding_mask=pad)[0],
-         lambda: theirs(x, x, x, key_padding_mask=pad)[0], [x]),
-        ("encoder layer vs nn.TransformerEncoderLayer", "nn.TransformerEncoderLayer",
-         lambda: our_layer(x, key_padding_mask=pad)[0],
-         lambda: their_layer(x, src_key_padding_mask=pad), [x]),
+        (
+            "noise floor: F.sdpa vs itself",
+            "F.scaled_dot_product_attention",
+            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+            qkv,
+        ),
+        (
+            "fused MHA, padding mask",
+            "F.scaled_dot_product_attention",
+            lambda: scaled_dot_product_attention(q, k, v, attn_mask=keep, fused=True)[0],
+            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+            qkv,
+        ),
+        (
+            "fused MHA, is_causal",
+            "F.scaled_dot_product_attention",
+            lambda: scaled_dot_product_attention(q, k, v, is_causal=True, fused=True)[0],
+            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            qkv,
+        ),
+        (
+            "explicit MHA vs nn.MultiheadAttention",
+            "nn.MultiheadAttention (weights)",
+            lambda: ours(x, x, x, key_padding_mask=pad)[0],
+            lambda: theirs(x, x, x, key_padding_mask=pad)[0],
+            [x],
+        ),
+        (
+            "encoder layer vs nn.TransformerEncoderLayer",
+            "nn.TransformerEncoderLayer",
+            lambda: our_layer(x, key_padding_mask=pad)[0],
+            lambda: their_layer(x, src_key_padding_mask=pad),
+            [x],
+        ),
     ]
     params = [p for m in (ours, theirs, our_layer, their_layer) for p in m.parameters()]
     rows = []
     for case, reference, mine, ref, leaves in cases:
-        rows.append(_pair("kernels", case, size, dtype, _fwd_bwd(mine, leaves + params),
-                          _fwd_bwd(ref, leaves + params), device, repeat, reference))
+        rows.append(
+            _pair(
+                "kernels",
+                case,
+                size,
+                dtype,
+                _fwd_bwd(mine, leaves + params),
+                _fwd_bwd(ref, leaves + params),
+                device,
+                repeat,
+                reference,
+            )
+        )
     return rows
 
 
@@ -192,8 +240,19 @@ def score_rows(device: torch.device, dtype: torch.dtype, B: int, L: int, E: int,
     for name in ("general", "additive", "concat"):
         layer = Attention(name, query_dim=E, key_dim=E, hidden_dim=E).to(device, dtype)
         mine = _fwd_bwd(lambda layer=layer: layer(q, k, key_padding_mask=pad)[0], [q, k, *layer.parameters()])
-        rows.append(_pair("scores", f"{name} score vs dot", f"B={B} L=S={L} E=A={E}", dtype, mine, ref,
-                          device, repeat, "the dot score"))
+        rows.append(
+            _pair(
+                "scores",
+                f"{name} score vs dot",
+                f"B={B} L=S={L} E=A={E}",
+                dtype,
+                mine,
+                ref,
+                device,
+                repeat,
+                "the dot score",
+            )
+        )
     return rows
 
 
@@ -203,9 +262,19 @@ def local_rows(device: torch.device, sizes: list[int], repeat: int) -> list[Row]
     for S in sizes:
         glob = attention_cost("global", S, device=device, repeat=repeat)
         loc = attention_cost("local", S, device=device, repeat=repeat)
-        rows.append(Row("local", "local vs global attention", f"L=S={S} E=64 D=10", "float32",
-                        loc["seconds"] * 1e3, glob["seconds"] * 1e3, loc["saved_bytes"] / 2**20,
-                        glob["saved_bytes"] / 2**20, reference="global attention"))
+        rows.append(
+            Row(
+                "local",
+                "local vs global attention",
+                f"L=S={S} E=64 D=10",
+                "float32",
+                loc["seconds"] * 1e3,
+                glob["seconds"] * 1e3,
+                loc["saved_bytes"] / 2**20,
+                glob["saved_bytes"] / 2**20,
+                reference="global attention",
+            )
+        )
     return rows
 
 
@@ -218,8 +287,17 @@ def model_rows(device: torch.device, repeat: int) -> list[Row]:
         step = _fwd_bwd(ex.loss, list(ex.model.parameters()))
         calls = _calls_per_measure(step, device)
         best = min(_measure(step, device, calls) for _ in range(repeat))
-        rows.append(Row("models", name, f"batch of {ex.tokens} positions", "float32", best * 1e3,
-                        ours_mb=_peak_mb(step, device), tokens_per_s=ex.tokens / best))
+        rows.append(
+            Row(
+                "models",
+                name,
+                f"batch of {ex.tokens} positions",
+                "float32",
+                best * 1e3,
+                ours_mb=_peak_mb(step, device),
+                tokens_per_s=ex.tokens / best,
+            )
+        )
     return rows
 
 
@@ -231,8 +309,9 @@ def cuda_dtypes() -> list[torch.dtype]:
     return dtypes
 
 
-def run_benchmark(devices: list[str] | None = None, quick: bool = False, record: bool = True,
-                  directory=None, progress: bool = True) -> dict[str, list[Row]]:
+def run_benchmark(
+    devices: list[str] | None = None, quick: bool = False, record: bool = True, directory=None, progress: bool = True
+) -> dict[str, list[Row]]:
     """Measure every case on each device; print the tables; write the record ``benchmark``.
 
     Returns ``{device: [Row, ...]}``. ``quick`` uses smaller sizes and fewer repeats.
@@ -280,21 +359,34 @@ def _record(results: dict[str, list[Row]], quick: bool, repeat: int, wall: float
         pass
     for name, rows in results.items():
         label = _device_label(torch.device(name))
-        metrics[name] = {"label": label, "quick": quick, "threads": torch.get_num_threads(),
-                         "rows": [r.as_dict() for r in rows]}
+        metrics[name] = {
+            "label": label,
+            "quick": quick,
+            "threads": torch.get_num_threads(),
+            "rows": [r.as_dict() for r in rows],
+        }
     device = "cuda" if "cuda" in results else "cpu"
-    return record_result("benchmark", command="python -m attention bench" + (" --quick" if quick else ""),
-                         recipe={"goals": GOALS, "repeat": repeat, "timing": "best of repeat, fwd+bwd"},
-                         seeds=[0], metrics=metrics, wall_seconds=wall, device=device, directory=directory,
-                         notes="ratios are ours / the reference's; memory: CUDA peak above the allocation "
-                               "before the pass, or (local rows) the bytes autograd saves")
+    return record_result(
+        "benchmark",
+        command="python -m attention bench" + (" --quick" if quick else ""),
+        recipe={"goals": GOALS, "repeat": repeat, "timing": "best of repeat, fwd+bwd"},
+        seeds=[0],
+        metrics=metrics,
+        wall_seconds=wall,
+        device=device,
+        directory=directory,
+        notes="ratios are ours / the reference's; memory: CUDA peak above the allocation "
+        "before the pass, or (local rows) the bytes autograd saves",
+    )
 
 
 def format_rows(rows: list[Row], label: str) -> str:
     """The table ``python -m attention bench`` prints."""
-    lines = [f"\n{label}",
-             f"{'case':<46} {'size':<22} {'dtype':<9} {'ours ms':>9} {'ref ms':>9} {'ratio':>6} {'goal':>5} "
-             f"{'mem x':>6} {'tok/s':>9}"]
+    lines = [
+        f"\n{label}",
+        f"{'case':<46} {'size':<22} {'dtype':<9} {'ours ms':>9} {'ref ms':>9} {'ratio':>6} {'goal':>5} "
+        f"{'mem x':>6} {'tok/s':>9}",
+    ]
     for r in rows:
         ratio = "" if r.ratio is None else f"{r.ratio:6.2f}"
         goal = "" if r.goal is None else f"{r.goal:5.2f}"
@@ -302,8 +394,10 @@ def format_rows(rows: list[Row], label: str) -> str:
         tok = "" if r.tokens_per_s is None else f"{r.tokens_per_s:9.0f}"
         ref = "" if r.ref_ms is None else f"{r.ref_ms:9.2f}"
         mark = "" if r.goal is None else ("  ok" if r.ratio <= r.goal else f"  missed by {r.ratio / r.goal - 1:.0%}")
-        lines.append(f"{r.case:<46} {r.size:<22} {r.dtype:<9} {r.ours_ms:9.2f} {ref:>9} {ratio:>6} {goal:>5} "
-                     f"{mem:>6} {tok:>9}{mark}")
+        lines.append(
+            f"{r.case:<46} {r.size:<22} {r.dtype:<9} {r.ours_ms:9.2f} {ref:>9} {ratio:>6} {goal:>5} "
+            f"{mem:>6} {tok:>9}{mark}"
+        )
     return "\n".join(lines)
 
 

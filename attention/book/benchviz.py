@@ -5,6 +5,7 @@ Every figure takes the rows of one device's section of the record ``benchmark``
 (``load_result("benchmark")["metrics"][device]["rows"]``, dicts as :meth:`attention.book.bench.Row.as_dict`
 writes them).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -33,7 +34,9 @@ def benchmark_figure(rows: Sequence[dict], group: str = "kernels", title: str = 
     if group == "local":
         sizes = [int(r["size"].split("=")[2].split()[0]) for r in rows]  # "L=S=256 E=64 D=10"
         ax.plot(sizes, [r["ratio"] for r in rows], "o-", label="time, local / global")
-        ax.plot(sizes, [r["ours_mb"] / r["ref_mb"] for r in rows], "s--", label="memory saved for backward, local / global")
+        ax.plot(
+            sizes, [r["ours_mb"] / r["ref_mb"] for r in rows], "s--", label="memory saved for backward, local / global"
+        )
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

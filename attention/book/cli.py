@@ -17,6 +17,7 @@ elsewhere). The tools:
 
 The chapters read the records with :func:`attention.results.load_result`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,11 +52,20 @@ def _study_parser(sub, command: str, studies) -> None:
         else:
             p.add_argument(option, action="store_true")
     p.add_argument("--status", action="store_true", help="list the pieces done and missing, run nothing")
-    p.add_argument("--workers", type=int, default=1,
-                   help="run the pieces on a local Dask cluster of this many one-thread processes (default 1: here)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="run the pieces on a local Dask cluster of this many one-thread processes (default 1: here)",
+    )
     p.add_argument("--scheduler", default=None, help="run the pieces on the Dask cluster at this address")
-    p.add_argument("--only", action="append", default=None, metavar="PATTERN",
-                   help="run only the pieces whose keys match this glob pattern (repeatable), e.g. 'hsk/*'")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help="run only the pieces whose keys match this glob pattern (repeatable), e.g. 'hsk/*'",
+    )
     p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
     p.set_defaults(studies=studies, options=list(options))
 
@@ -95,8 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     gpu.add_argument("--report", default="gpu-check-report.json", help="where the JSON report goes")
     web = sub.add_parser("export-web", help="the playground's models as ONNX graphs for the website")
     web.add_argument("--out", required=True, help="folder to write (e.g. _build/html/playground-models)")
-    web.add_argument("--model", action="append", default=None, choices=sorted(PLAYGROUND),
-                     help="export only this model (repeatable)")
+    web.add_argument(
+        "--model", action="append", default=None, choices=sorted(PLAYGROUND), help="export only this model (repeatable)"
+    )
     web.add_argument("--no-check", action="store_true", help="skip the onnxruntime-vs-torch parity check")
     for p in (res, bench):
         p.add_argument("--results-dir", default=None, help=f"default: {RESULTS_DIR}")
@@ -113,8 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for key in status["missing"]:
                     print("  missing", key)
                 continue
-            record = run_study(study, args.results_dir, workers=args.workers, scheduler=args.scheduler,
-                               only=args.only, progress=True)
+            record = run_study(
+                study, args.results_dir, workers=args.workers, scheduler=args.scheduler, only=args.only, progress=True
+            )
             if record is None:
                 print(f"{study.name}: pieces still missing: run again to resume")
             else:

@@ -5,6 +5,7 @@ measured here, read from the leaderboard (:mod:`attention.book.leaderboard`), ne
 "Hu's taxonomy"), its chapter, the package code that computes it, and the leaderboard cell that
 measures it (a record and the start of an entry) or None where the book recorded no comparison.
 """
+
 from __future__ import annotations
 
 from .leaderboard import leaderboard
@@ -16,16 +17,46 @@ FAMILIES = ("basic", "multi-dimensional", "hierarchical", "self", "memory-based"
 
 #: mechanism -> (families, chapter, package code, (record, entry prefix) or None)
 MECHANISMS = {
-    "additive score (Bahdanau)": (("basic",), 3, "scores.AdditiveScore, models.seq2seq", ("hsk-convergence", "RNNsearch")),
+    "additive score (Bahdanau)": (
+        ("basic",),
+        3,
+        "scores.AdditiveScore, models.seq2seq",
+        ("hsk-convergence", "RNNsearch"),
+    ),
     "dot, general, concat, location scores": (("basic",), 4, "scores", ("ablation-converged", "hsk / global-")),
-    "scaled dot-product score": (("basic",), 6, "scores.ScaledDotScore, functional", ("transformer-comparison", "hsk / Transformer")),
-    "cosine score (content-based)": (("basic", "memory-based"), 7, "scores.CosineScore, ntm", ("ntm-copy", "ntm / by_length / 120")),
+    "scaled dot-product score": (
+        ("basic",),
+        6,
+        "scores.ScaledDotScore, functional",
+        ("transformer-comparison", "hsk / Transformer"),
+    ),
+    "cosine score (content-based)": (
+        ("basic", "memory-based"),
+        7,
+        "scores.CosineScore, ntm",
+        ("ntm-copy", "ntm / by_length / 120"),
+    ),
     "global and local attention": (("basic",), 9, "models.luong, local", ("ablation-converged", "hsk / local-")),
     "soft, hard and Gumbel attention": (("basic",), 8, "models.captioner, hard", ("soft-hard-captions", "")),
-    "feature-wise attention (DiSAN)": (("multi-dimensional",), 4, "layers.MultiDimensionalAttention", ("multidim-attention", "features")),
-    "coupled multi-layer attention (CMLA)": (("multi-dimensional",), 4, "models.cmla", ("coupled-attention", "coupled-")),
+    "feature-wise attention (DiSAN)": (
+        ("multi-dimensional",),
+        4,
+        "layers.MultiDimensionalAttention",
+        ("multidim-attention", "features"),
+    ),
+    "coupled multi-layer attention (CMLA)": (
+        ("multi-dimensional",),
+        4,
+        "models.cmla",
+        ("coupled-attention", "coupled-"),
+    ),
     "multi-head attention": (("multi-dimensional", "self"), 6, "layers.MultiHeadAttention", ("transformer-heads", "")),
-    "structured self-attention, r rows (Lin et al.)": (("self", "multi-dimensional"), 6, "models.selfattentive", ("intra-attention", "lin")),
+    "structured self-attention, r rows (Lin et al.)": (
+        ("self", "multi-dimensional"),
+        6,
+        "models.selfattentive",
+        ("intra-attention", "lin"),
+    ),
     "hierarchical attention network (HAN)": (("hierarchical",), 5, "models.han", ("hierarchical-attention", "han")),
     "nested word/character attention": (("hierarchical",), 5, "models.nested", ("nested-spelling", "word+char")),
     "LSTMN intra-attention": (("self",), 6, "models.lstmn", ("intra-attention", "lstmn")),

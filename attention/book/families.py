@@ -19,6 +19,7 @@ long), so that every mask is exercised. Sequence models (seq2seq, luong, transfo
 show-attend-tell) are trained by teacher forcing through ``forward``, and their map is the
 cross-attention of that pass. Dropout is 0 everywhere: the same seed gives the same loss.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,6 +43,7 @@ FIRST = 4  # the first ordinary word (or character) id of the sequence models
 @dataclass
 class FamilyExample:
     """A model family, small, with one batch: what a device check or a benchmark needs to run it."""
+
     name: str  # the registry name
     model: nn.Module  # built with a small config (one forward + backward well under 0.2 s on a CPU)
     inputs: tuple  # what ``model(*inputs)`` takes, batch first (tensors, and None for unused options)
@@ -67,11 +69,13 @@ class FamilyExample:
 
     def to(self, device) -> "FamilyExample":
         """The example on ``device``: the model moved in place, inputs and targets copied."""
+
         def move(values: tuple) -> tuple:
             return tuple(v.to(device) if isinstance(v, Tensor) else v for v in values)
 
-        return dataclasses.replace(self, model=self.model.to(device), inputs=move(self.inputs),
-                                   targets=move(self.targets))
+        return dataclasses.replace(
+            self, model=self.model.to(device), inputs=move(self.inputs), targets=move(self.targets)
+        )
 
 
 #: registry name -> ``seed -> FamilyExample``
@@ -88,6 +92,7 @@ def example(name: str, seed: int = 0) -> FamilyExample:
 def _family(name: str):
     """Register a builder under ``name``. It draws from torch's global generator, seeded with
     ``seed`` inside ``fork_rng``, so building an example leaves the caller's random state alone."""
+
     def register(builder: Callable[[str], FamilyExample]) -> Callable[[int], FamilyExample]:
         @functools.wraps(builder)
         def seeded(seed: int = 0) -> FamilyExample:
@@ -102,6 +107,7 @@ def _family(name: str):
 
 
 # --- random padded batches --------------------------------------------------------------------
+
 
 def _lengths(L: int, rows: int = B) -> Tensor:
     """``(rows,)`` lengths in ``[L // 2, L]``: the first row full, the last ``L // 2`` (padded)."""
@@ -149,6 +155,7 @@ def _document(vocab: int, N: int = 4, J: int = 5) -> tuple[Tensor, Tensor]:
 
 # --- losses and maps --------------------------------------------------------------------------
 
+
 def _token_loss(out, targets: Tensor) -> Tensor:
     """Cross-entropy of ``out.logits (B, T, V)`` over the real target tokens ``(B, T)``."""
     return F.cross_entropy(out.logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
@@ -174,8 +181,14 @@ def _named(key: str) -> Callable[[nn.Module, tuple], Tensor]:
     return lambda model, inputs: model(*inputs).attention[key]
 
 
-def _classifier(name: str, model: nn.Module, inputs: tuple, classes: int,
-                weights: Callable[[nn.Module, tuple], Tensor | None], tokens: int | None = None) -> FamilyExample:
+def _classifier(
+    name: str,
+    model: nn.Module,
+    inputs: tuple,
+    classes: int,
+    weights: Callable[[nn.Module, tuple], Tensor | None],
+    tokens: int | None = None,
+) -> FamilyExample:
     """A classifier of ``inputs`` into ``classes`` with random labels; ``tokens`` defaults to the
     positions of ``inputs[0]``."""
     tokens = inputs[0].numel() if tokens is None else tokens
@@ -190,11 +203,13 @@ def _no_attention(model: nn.Module, inputs: tuple) -> None:
 def _translator(name: str, model: nn.Module, vocab: int) -> FamilyExample:
     """A translation model trained by teacher forcing; its map the cross-attention."""
     src, src_lengths, tgt_in, tgt_out = _translation(vocab, vocab)
-    return FamilyExample(name, model, (src, src_lengths, tgt_in), src.numel() + tgt_in.numel(), (tgt_out,),
-                         _token_loss, _teacher_forced)
+    return FamilyExample(
+        name, model, (src, src_lengths, tgt_in), src.numel() + tgt_in.numel(), (tgt_out,), _token_loss, _teacher_forced
+    )
 
 
 # --- one builder per family -------------------------------------------------------------------
+
 
 @_family("seq2seq")
 def _seq2seq(name: str) -> FamilyExample:
@@ -214,8 +229,9 @@ def _luong(name: str) -> FamilyExample:
 def _transformer(name: str) -> FamilyExample:
     """The Transformer (``attention/models/transformer.py``); the map is the last decoder layer's
     cross-attention averaged over heads."""
-    model = build(name, dict(src_vocab=16, tgt_vocab=16, d_model=16, num_heads=2, num_layers=2, d_ff=32,
-                             dropout=0.0, max_len=16))
+    model = build(
+        name, dict(src_vocab=16, tgt_vocab=16, d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0, max_len=16)
+    )
     return _translator(name, model, 16)
 
 
@@ -225,8 +241,19 @@ def _nested(name: str) -> FamilyExample:
     the character encoder, ``<unk>`` target words spelt by the character decoder. The loss adds the
     word and character cross-entropies; the map is the word-level attention ``(B, T, S)``."""
     words, chars, S, T, L, K = 12, 10, 7, 6, 5, 5
-    model = build(name, dict(src_vocab=words, tgt_vocab=words, char_vocab=chars, embed_dim=8, hidden_dim=8,
-                             char_embed_dim=8, char_hidden_dim=8, dropout=0.0))
+    model = build(
+        name,
+        dict(
+            src_vocab=words,
+            tgt_vocab=words,
+            char_vocab=chars,
+            embed_dim=8,
+            hidden_dim=8,
+            char_embed_dim=8,
+            char_hidden_dim=8,
+            dropout=0.0,
+        ),
+    )
     src, src_lengths, tgt_in, tgt_out = _translation(words, words, S, T)
     src = src.masked_fill((torch.rand(B, S) < 0.3) & (src != PAD), UNK)  # out-of-vocabulary source words
     src[0, 0] = UNK
@@ -243,8 +270,15 @@ def _nested(name: str) -> FamilyExample:
         char_loss = F.cross_entropy(out.char_logits.flatten(0, 1), spelt.flatten(), ignore_index=PAD)
         return _token_loss(out, tgt_out) + char_loss
 
-    return FamilyExample(name, model, inputs, src.numel() + tgt_in.numel(), (tgt_out, tgt_chars_out[tgt_unk]),
-                         loss, lambda model, inputs: model(*inputs).attention)
+    return FamilyExample(
+        name,
+        model,
+        inputs,
+        src.numel() + tgt_in.numel(),
+        (tgt_out, tgt_chars_out[tgt_unk]),
+        loss,
+        lambda model, inputs: model(*inputs).attention,
+    )
 
 
 @_family("show-attend-tell")
@@ -252,14 +286,35 @@ def _show_attend_tell(name: str) -> FamilyExample:
     """Show, Attend and Tell with soft attention (``attention/models/captioner.py``), on noise images;
     the map is α ``(B, T, G)``, zero rows after a caption's end."""
     vocab, T = 12, 6
-    model = build(name, dict(vocab=vocab, embed_dim=8, hidden_dim=16, annotation_dim=8, attention_dim=8,
-                             bos_id=BOS, eos_id=EOS, image_height=8, image_width=16, cnn_channels=8,
-                             conv_layers=2, pools=2))  # G = 2 × 4 locations
+    model = build(
+        name,
+        dict(
+            vocab=vocab,
+            embed_dim=8,
+            hidden_dim=16,
+            annotation_dim=8,
+            attention_dim=8,
+            bos_id=BOS,
+            eos_id=EOS,
+            image_height=8,
+            image_width=16,
+            cnn_channels=8,
+            conv_layers=2,
+            pools=2,
+        ),
+    )  # G = 2 × 4 locations
     images = torch.rand(B, 1, 8, 16)
     _, targets = _decoder_io(_lengths(T), T, vocab)  # y_1 … <eos>, (B, T)
     captions = torch.cat([torch.full((B, 1), BOS), targets], 1)  # (B, T + 1)
-    return FamilyExample(name, model, (images, captions), captions.numel(), (targets,), _token_loss,
-                         lambda model, inputs: model(*inputs).weights)
+    return FamilyExample(
+        name,
+        model,
+        (images, captions),
+        captions.numel(),
+        (targets,),
+        _token_loss,
+        lambda model, inputs: model(*inputs).weights,
+    )
 
 
 @_family("attention-pooling")
@@ -267,8 +322,9 @@ def _attention_pooling(name: str) -> FamilyExample:
     """Multi-dimensional attention pooling (``attention/models/featurewise.py``). The model returns
     ``P (B, T, F)``, a distribution over the words in dim 1; the map is ``(B, F, T)``."""
     model = build(name, dict(vocab=20, classes=3, embed_dim=8, hidden_dim=6, attention_dim=5, mlp_dim=8))
-    return _classifier(name, model, _sentences(20), 3,
-                       lambda model, inputs: model(*inputs).attention["features"].transpose(1, 2))  # (B, F, T)
+    return _classifier(
+        name, model, _sentences(20), 3, lambda model, inputs: model(*inputs).attention["features"].transpose(1, 2)
+    )  # (B, F, T)
 
 
 @_family("bilstm-pooling")
@@ -333,8 +389,10 @@ def _cmla(name: str) -> FamilyExample:
     aspect, opinion = (torch.randint(2, tokens.shape).masked_fill(padding, -100) for _ in range(2))  # (B, T)
 
     def loss(out, aspect: Tensor, opinion: Tensor) -> Tensor:
-        return sum(F.cross_entropy(out.logits[kind].flatten(0, 1), tags.flatten(), ignore_index=-100)
-                   for kind, tags in (("aspect", aspect), ("opinion", opinion)))
+        return sum(
+            F.cross_entropy(out.logits[kind].flatten(0, 1), tags.flatten(), ignore_index=-100)
+            for kind, tags in (("aspect", aspect), ("opinion", opinion))
+        )
 
     def weights(model: nn.Module, inputs: tuple) -> Tensor:
         maps = model(*inputs).attention
@@ -355,8 +413,15 @@ def _ntm(name: str) -> FamilyExample:
         out = model(*inputs)
         return torch.stack([out.read_weights, out.write_weights], 1)  # (B, 2, T, N)
 
-    return FamilyExample(name, model, (inputs,), B * T, (torch.randint(2, (B, T, bits)).float(),),
-                         lambda out, bits: _bits_loss(out.logits, bits), weights)
+    return FamilyExample(
+        name,
+        model,
+        (inputs,),
+        B * T,
+        (torch.randint(2, (B, T, bits)).float(),),
+        lambda out, bits: _bits_loss(out.logits, bits),
+        weights,
+    )
 
 
 @_family("copy-lstm")
@@ -365,6 +430,6 @@ def _copy_lstm(name: str) -> FamilyExample:
     bits, T = 4, 6
     model = build(name, dict(bits=bits, hidden=16))
     inputs = torch.randint(2, (B, T, bits + 1)).float()  # (B, T, bits + 1)
-    return FamilyExample(name, model, (inputs,), B * T, (torch.randint(2, (B, T, bits)).float(),), _bits_loss,
-                         _no_attention)
-
+    return FamilyExample(
+        name, model, (inputs,), B * T, (torch.randint(2, (B, T, bits)).float(),), _bits_loss, _no_attention
+    )

@@ -22,6 +22,7 @@ Parts, each with a pass/fail per variant in the report (device, versions, ratios
 On a machine without CUDA, parts 1, 2 and 4 run on the CPU and parts 3 and 5 are reported as
 skipped, with the reason. The exit status is 1 when anything failed, else 0.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,13 @@ def _result(name: str, device: torch.device, fn) -> dict:
         detail, ok = fn(), True
     except Exception as e:  # a failing variant is reported, and the others still run
         detail, ok = f"{type(e).__name__}: {e}", False
-    return {"variant": name, "device": device.type, "ok": ok, "detail": detail,
-            "seconds": round(time.perf_counter() - start, 3)}
+    return {
+        "variant": name,
+        "device": device.type,
+        "ok": ok,
+        "detail": detail,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
 
 
 def check_families(devices: list[torch.device] | None = None) -> list[dict]:
@@ -172,8 +178,7 @@ def _local(kind: str, device) -> str:
     if kind == "local-m":
         centers = torch.arange(6.0).expand(3, 6)
     score = make_score("dot")
-    ref_out, ref_w, _ = local_attention(score, cpu[0], cpu[1], cpu[2], centers, lengths, 2,
-                                     gaussian=kind == "local-p")
+    ref_out, ref_w, _ = local_attention(score, cpu[0], cpu[1], cpu[2], centers, lengths, 2, gaussian=kind == "local-p")
     out, w, _ = local_attention(score, q, k, v, centers.to(device), lengths.to(device), 2, gaussian=kind == "local-p")
     if not _finite(out, w):
         raise AssertionError("non-finite output or weights")
@@ -204,31 +209,55 @@ def _run_notebook(path: Path, device: str) -> dict:
     env = {**os.environ, "ATTENTION_DEVICE": device}
     env.pop("ATTENTION_BOOK_STATIC", None)
     start = time.perf_counter()
-    code = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-            "NotebookClient(nb, timeout=600, kernel_name='python3', "
-            "resources={'metadata': {'path': sys.argv[2]}}).execute()")
-    done = subprocess.run([sys.executable, "-c", code, str(path), str(path.parent)], env=env,
-                          capture_output=True, text=True)
+    code = (
+        "import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
+        "NotebookClient(nb, timeout=600, kernel_name='python3', "
+        "resources={'metadata': {'path': sys.argv[2]}}).execute()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(path.parent)], env=env, capture_output=True, text=True
+    )
     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"variant": path.name, "device": device, "ok": done.returncode == 0,
-            "detail": "executed" if done.returncode == 0 else " | ".join(tail),
-            "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "variant": path.name,
+        "device": device,
+        "ok": done.returncode == 0,
+        "detail": "executed" if done.returncode == 0 else " | ".join(tail),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def _package_tests() -> dict:
     start = time.perf_counter()
     ignore = ["test_site.py", "test_notebook_outputs.py", "test_notebooks.py"]
-    cmd = [sys.executable, "-m", "pytest", str(REPO_ROOT / "tests"), "-q", "-p", "no:cacheprovider", "-k", "cuda",
-           *(f"--ignore={REPO_ROOT / 'tests' / name}" for name in ignore)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO_ROOT / "tests"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "cuda",
+        *(f"--ignore={REPO_ROOT / 'tests' / name}" for name in ignore),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
     counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|failed|error|errors|skipped)", last))
-    return {"variant": "pytest -k cuda", "device": "cuda", "ok": done.returncode == 0, "detail": last,
-            "counts": counts, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "variant": "pytest -k cuda",
+        "device": "cuda",
+        "ok": done.returncode == 0,
+        "detail": last,
+        "counts": counts,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
-def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, report: str | Path | None = None,
-                  progress: bool = True) -> dict:
+def run_gpu_check(
+    quick: bool = False, notebooks: bool = True, jobs: int = 6, report: str | Path | None = None, progress: bool = True
+) -> dict:
     """Run every part; return (and write to ``report``, when given) the report."""
     cuda = torch.cuda.is_available()
     start = time.perf_counter()
@@ -241,8 +270,11 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, re
             t = time.perf_counter()
             results = fn()
             ok = all(r["ok"] for r in results)
-            parts[name] = {"status": "passed" if ok else "failed", "results": results,
-                           "seconds": round(time.perf_counter() - t, 1)}
+            parts[name] = {
+                "status": "passed" if ok else "failed",
+                "results": results,
+                "seconds": round(time.perf_counter() - t, 1),
+            }
         if progress:
             _print_part(name, parts[name])
 
@@ -252,17 +284,31 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, re
 
     def bench():
         bench_rows.update(run_benchmark(quick=quick or not cuda, record=cuda, progress=progress))
-        return [{"variant": f"benchmark ({device})", "device": device, "ok": True,
-                 "detail": {case: round(r, 3) for case, r in summary([row.as_dict() for row in rows]).items()}}
-                for device, rows in bench_rows.items()]
+        return [
+            {
+                "variant": f"benchmark ({device})",
+                "device": device,
+                "ok": True,
+                "detail": {case: round(r, 3) for case, r in summary([row.as_dict() for row in rows]).items()},
+            }
+            for device, rows in bench_rows.items()
+        ]
 
     part("benchmark", bench)  # first of the long parts: nothing else runs on the GPU while it times
     checkout = (REPO_ROOT / "tests").is_dir() and (REPO_ROOT / "notebooks").is_dir()
-    no_checkout = f"no repository checkout at {REPO_ROOT} (tests/ and notebooks/ ship with the repository, not the package)"
-    skip_tests = (f"{NO_CUDA}; the CPU cases run in scripts/test.sh" if not cuda
-                  else None if checkout else no_checkout)
-    skip_nb = (f"{NO_CUDA}; the site build executes every notebook on the CPU" if not cuda
-               else no_checkout if not checkout else None if notebooks else "--no-notebooks")
+    no_checkout = (
+        f"no repository checkout at {REPO_ROOT} (tests/ and notebooks/ ship with the repository, not the package)"
+    )
+    skip_tests = f"{NO_CUDA}; the CPU cases run in scripts/test.sh" if not cuda else None if checkout else no_checkout
+    skip_nb = (
+        f"{NO_CUDA}; the site build executes every notebook on the CPU"
+        if not cuda
+        else no_checkout
+        if not checkout
+        else None
+        if notebooks
+        else "--no-notebooks"
+    )
     # the notebooks (several kernels at once) run while the package tests run, to stay within minutes
     pool = ThreadPoolExecutor(max_workers=1)
     running = pool.submit(_notebooks_parallel, jobs) if skip_nb is None else None
@@ -271,8 +317,12 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, re
     pool.shutdown()
     result = {
         "device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()})",
-        "versions": {"attention": __version__, "torch": torch.__version__, "python": platform.python_version(),
-                     "cuda": torch.version.cuda},
+        "versions": {
+            "attention": __version__,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "cuda": torch.version.cuda,
+        },
         "passed": all(p["status"] != "failed" for p in parts.values()),
         "seconds": round(time.perf_counter() - start, 1),
         "parts": parts,
@@ -280,8 +330,10 @@ def run_gpu_check(quick: bool = False, notebooks: bool = True, jobs: int = 6, re
     if report:
         Path(report).write_text(json.dumps(result, indent=1, default=str) + "\n")
     if progress:
-        print(f"\ngpu-check {'passed' if result['passed'] else 'FAILED'} in {result['seconds']:.0f} s on "
-              f"{result['device']}" + (f"; report: {report}" if report else ""))
+        print(
+            f"\ngpu-check {'passed' if result['passed'] else 'FAILED'} in {result['seconds']:.0f} s on "
+            f"{result['device']}" + (f"; report: {report}" if report else "")
+        )
     return result
 
 

@@ -13,6 +13,7 @@ A row: ``record``, ``entry`` (the path of the cell inside the summary, e.g. ``"h
 its record has them), ``attention`` (False for the book's baselines without attention, see
 :data:`NO_ATTENTION`), ``command``, ``machine``, ``torch``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,13 +26,27 @@ __all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_le
 HEADLINE = ("exact_match", "bleu", "accuracy", "f1", "bit_accuracy")
 
 #: entries (the last part of a row's path) that are the book's models without attention
-NO_ATTENTION = frozenset({"encoder-decoder", "none+feed", "mean", "bilstm-last", "bilstm-mean", "bilstm-max",
-                          "hn-ave", "hn-max", "copy-lstm", "word"})
+NO_ATTENTION = frozenset(
+    {
+        "encoder-decoder",
+        "none+feed",
+        "mean",
+        "bilstm-last",
+        "bilstm-mean",
+        "bilstm-max",
+        "hn-ave",
+        "hn-max",
+        "copy-lstm",
+        "word",
+    }
+)
 
 #: records with no summary over seeds, and why
-UNSUMMARISED = {"ablation-small": "one seed after a fixed number of updates: a scan, not a comparison",
-                "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality",
-                "notebook-bands": "how far a notebook's live training moves across CPU kernels and seeds, not a model's quality"}
+UNSUMMARISED = {
+    "ablation-small": "one seed after a fixed number of updates: a scan, not a comparison",
+    "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality",
+    "notebook-bands": "how far a notebook's live training moves across CPU kernels and seeds, not a model's quality",
+}
 
 #: keys of a summary cell that hold per-run detail, not more cells
 _SKIP = frozenset({"runs", "values"})
@@ -68,22 +83,35 @@ def leaderboard(directory: str | Path | None = None) -> list[dict]:
         record = load_result(name, directory)
         summary = _summary(record)
         if summary is None:
-            raise ValueError(f"the record {name!r} has no 'summary' (or 'models') of its runs; summarise them "
-                             f"with attention.results.mean_sd, or add it to leaderboard.UNSUMMARISED with a reason")
+            raise ValueError(
+                f"the record {name!r} has no 'summary' (or 'models') of its runs; summarise them "
+                f"with attention.results.mean_sd, or add it to leaderboard.UNSUMMARISED with a reason"
+            )
         found = []
         for path, cell, inherited in _cells(summary):
             metric = next(m for m in HEADLINE if _is_mean_sd(cell.get(m)))
             value = cell[metric]
             seconds, parameters = inherited.get("train_seconds"), inherited.get("parameters")
-            found.append({
-                "record": name, "entry": " / ".join(path), "metric": metric, "mean": value["mean"], "sd": value["sd"],
-                "n": value["n"], "parameters": round(parameters["mean"]) if _is_mean_sd(parameters) else parameters,
-                "train_seconds": seconds["mean"] if _is_mean_sd(seconds) else seconds,
-                "attention": not (path and path[0] in NO_ATTENTION or path and path[-1] in NO_ATTENTION),
-                "command": record["command"], "machine": record["machine"], "torch": record["versions"]["torch"]})
+            found.append(
+                {
+                    "record": name,
+                    "entry": " / ".join(path),
+                    "metric": metric,
+                    "mean": value["mean"],
+                    "sd": value["sd"],
+                    "n": value["n"],
+                    "parameters": round(parameters["mean"]) if _is_mean_sd(parameters) else parameters,
+                    "train_seconds": seconds["mean"] if _is_mean_sd(seconds) else seconds,
+                    "attention": not (path and path[0] in NO_ATTENTION or path and path[-1] in NO_ATTENTION),
+                    "command": record["command"],
+                    "machine": record["machine"],
+                    "torch": record["versions"]["torch"],
+                }
+            )
         if not found:
-            raise ValueError(f"the record {name!r} has a summary but no cell with a headline metric {HEADLINE} "
-                             "as mean ± sd")
+            raise ValueError(
+                f"the record {name!r} has a summary but no cell with a headline metric {HEADLINE} as mean ± sd"
+            )
         rows += sorted(found, key=lambda r: r["attention"])  # stable: baselines first, then the record's order
     return rows
 
@@ -92,14 +120,18 @@ def format_leaderboard(rows: list[dict], digits: int = 3) -> str:
     """The rows as a plain-text table (the chapter prints it): record, entry, metric, mean ± sd,
     seeds, parameters, mean training seconds per run, attention or not; then, once per record,
     the command, machine and torch version it was recorded with."""
-    lines = [f"{'record':<24} {'entry':<34} {'metric':<13} {'mean ± sd':>17} {'n':>2} {'params':>10} "
-             f"{'train s':>8} attention"]
+    lines = [
+        f"{'record':<24} {'entry':<34} {'metric':<13} {'mean ± sd':>17} {'n':>2} {'params':>10} "
+        f"{'train s':>8} attention"
+    ]
     for r in rows:
         sd = "" if r["sd"] is None else f" ± {r['sd']:.{digits}f}"
         params = "" if r["parameters"] is None else f"{r['parameters']:,}"
         seconds = "" if r["train_seconds"] is None else f"{r['train_seconds']:.0f}"
-        lines.append(f"{r['record']:<24} {r['entry'][:34]:<34} {r['metric']:<13} {r['mean']:>9.{digits}f}{sd:<8} "
-                     f"{r['n']:>2} {params:>10} {seconds:>8} {'yes' if r['attention'] else 'no'}")
+        lines.append(
+            f"{r['record']:<24} {r['entry'][:34]:<34} {r['metric']:<13} {r['mean']:>9.{digits}f}{sd:<8} "
+            f"{r['n']:>2} {params:>10} {seconds:>8} {'yes' if r['attention'] else 'no'}"
+        )
     lines.append("")
     for record in dict.fromkeys(r["record"] for r in rows):
         r = next(x for x in rows if x["record"] == record)

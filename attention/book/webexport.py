@@ -15,6 +15,7 @@ The models are the chapters' own: chapter 3's two RNNsearch models, kept with th
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
 difference of the attention weights.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,21 @@ from ..experiments import dates_data, hsk_data, load_kept, translate
 from ..models.interface import EncoderMemory
 from ..studies.alignment import ALIGNMENT, alignment_model_path
 
-__all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize",
-           "export_web"]
+__all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize", "export_web"]
 
 #: name -> what the page shows; the recipe is the chapter's (the model cache key depends on it)
 PLAYGROUND = {
-    "dates": {"title": "Dates in Chinese, French, German or English → ISO (chapters 3 and 9)",
-              "tokenizer": "dates", "max_len": 12},
+    "dates": {
+        "title": "Dates in Chinese, French, German or English → ISO (chapters 3 and 9)",
+        "tokenizer": "dates",
+        "max_len": 12,
+    },
     "hsk": {"title": "Chinese → English: RNNsearch (chapter 3)", "tokenizer": "chars", "max_len": 40},
-    "dates-transformer": {"title": "Dates → ISO: the Transformer (chapters 6 and 10), every layer and head",
-                          "tokenizer": "dates", "max_len": 12},
+    "dates-transformer": {
+        "title": "Dates → ISO: the Transformer (chapters 6 and 10), every layer and head",
+        "tokenizer": "dates",
+        "max_len": 12,
+    },
 }
 
 #: a dates source: digits, a run of letters (with the dot of an abbreviation), or one mark
@@ -175,34 +181,59 @@ class _TransformerStep(nn.Module):
 def _export_transformer(model: nn.Module, src: Tensor, folder: Path) -> None:
     with torch.no_grad():
         memory = _TransformerEncoder(model)(src)
-        torch.onnx.export(_TransformerEncoder(model), (src,), folder / "encoder.onnx", input_names=["src"],
-                          output_names=["memory"], opset_version=17, dynamo=False,
-                          dynamic_axes={"src": {1: "S"}, "memory": {1: "S"}})
+        torch.onnx.export(
+            _TransformerEncoder(model),
+            (src,),
+            folder / "encoder.onnx",
+            input_names=["src"],
+            output_names=["memory"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"src": {1: "S"}, "memory": {1: "S"}},
+        )
         prefix = torch.tensor([[model.cfg.bos_id, model.cfg.bos_id]])
-        torch.onnx.export(_TransformerStep(model), (prefix, memory), folder / "step.onnx",
-                          input_names=["prefix", "memory"], output_names=["logits", "cross"], opset_version=17,
-                          dynamo=False, dynamic_axes={"prefix": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}})
+        torch.onnx.export(
+            _TransformerStep(model),
+            (prefix, memory),
+            folder / "step.onnx",
+            input_names=["prefix", "memory"],
+            output_names=["logits", "cross"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"prefix": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}},
+        )
 
 
 def _check_exportable(model: nn.Module) -> None:
     if type(model).__name__ == "Transformer":
         return
     cfg = model.cfg
-    problems = [f"{k}={getattr(cfg, k)!r}" for k, ok in (("cell", cfg.cell == "gru"), ("attention", cfg.attention == "additive"),
-                                                       ("reverse_source", not cfg.reverse_source),
-                                                       ("bidirectional", cfg.bidirectional)) if not ok]
+    problems = [
+        f"{k}={getattr(cfg, k)!r}"
+        for k, ok in (
+            ("cell", cfg.cell == "gru"),
+            ("attention", cfg.attention == "additive"),
+            ("reverse_source", not cfg.reverse_source),
+            ("bidirectional", cfg.bidirectional),
+        )
+        if not ok
+    ]
     if type(model).__name__ != "Seq2Seq" or problems:
-        raise ValueError(f"the playground exports RNNsearch (seq2seq, GRU, additive, bidirectional) or the "
-                         f"Transformer; got "
-                         f"{type(model).__name__} with {', '.join(problems) or 'another class'}")
+        raise ValueError(
+            f"the playground exports RNNsearch (seq2seq, GRU, additive, bidirectional) or the "
+            f"Transformer; got "
+            f"{type(model).__name__} with {', '.join(problems) or 'another class'}"
+        )
 
 
 def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
     """Write ``encoder.onnx``, ``step.onnx`` and ``vocab.json`` of ``model`` into ``out/name``
     (``name``: one of :data:`PLAYGROUND`, whose entry gives the page's title, tokenizer and length)."""
     if name not in PLAYGROUND:
-        raise ValueError(f"unknown playground model {name!r}; choose one of {sorted(PLAYGROUND)} "
-                         "(each names the title, tokenizer and output length the page uses)")
+        raise ValueError(
+            f"unknown playground model {name!r}; choose one of {sorted(PLAYGROUND)} "
+            "(each names the title, tokenizer and output length the page uses)"
+        )
     _check_exportable(model)
     model = model.cpu().eval()
     folder = Path(out) / name
@@ -215,13 +246,22 @@ def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
         _export_rnnsearch(model, src, folder)
     spec = PLAYGROUND[name]
     examples = _examples(model, data, spec)
-    vocab = {"name": name, "title": spec["title"], "tokenizer": spec["tokenizer"], "max_len": spec["max_len"],
-             "kind": "transformer" if transformer else "rnnsearch",
-             "layers": model.cfg.decoder_layers if transformer else 1,
-             "heads": model.cfg.num_heads if transformer else 1,
-             "src": data.src_vocab.itos, "tgt": data.tgt_vocab.itos,
-             "pad_id": model.cfg.pad_id, "unk_id": Vocab.unk_id, "bos_id": model.cfg.bos_id,
-             "eos_id": model.cfg.eos_id, "examples": examples}
+    vocab = {
+        "name": name,
+        "title": spec["title"],
+        "tokenizer": spec["tokenizer"],
+        "max_len": spec["max_len"],
+        "kind": "transformer" if transformer else "rnnsearch",
+        "layers": model.cfg.decoder_layers if transformer else 1,
+        "heads": model.cfg.num_heads if transformer else 1,
+        "src": data.src_vocab.itos,
+        "tgt": data.tgt_vocab.itos,
+        "pad_id": model.cfg.pad_id,
+        "unk_id": Vocab.unk_id,
+        "bos_id": model.cfg.bos_id,
+        "eos_id": model.cfg.eos_id,
+        "examples": examples,
+    }
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     return {"files": {f.name: f.stat().st_size for f in sorted(folder.iterdir())}}
 
@@ -229,14 +269,27 @@ def export_model(model: nn.Module, data, out: str | Path, name: str) -> dict:
 def _export_rnnsearch(model: nn.Module, src: Tensor, folder: Path) -> None:
     with torch.no_grad():
         states, keys, s0 = _Encoder(model)(src)
-        torch.onnx.export(_Encoder(model), (src,), folder / "encoder.onnx", input_names=["src"],
-                          output_names=["states", "keys", "s0"], opset_version=17, dynamo=False,
-                          dynamic_axes={"src": {1: "S"}, "states": {1: "S"}, "keys": {1: "S"}})
+        torch.onnx.export(
+            _Encoder(model),
+            (src,),
+            folder / "encoder.onnx",
+            input_names=["src"],
+            output_names=["states", "keys", "s0"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"src": {1: "S"}, "states": {1: "S"}, "keys": {1: "S"}},
+        )
         y = torch.tensor([model.cfg.bos_id])
-        torch.onnx.export(_Step(model), (y, s0, states, keys), folder / "step.onnx",
-                          input_names=["y_prev", "s_prev", "states", "keys"],
-                          output_names=["logits", "state", "weights"], opset_version=17, dynamo=False,
-                          dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights": {1: "S"}})
+        torch.onnx.export(
+            _Step(model),
+            (y, s0, states, keys),
+            folder / "step.onnx",
+            input_names=["y_prev", "s_prev", "states", "keys"],
+            output_names=["logits", "state", "weights"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights": {1: "S"}},
+        )
 
 
 def _examples(model, data, spec, n: int = 6) -> list[dict]:
@@ -257,6 +310,7 @@ def _examples(model, data, spec, n: int = 6) -> list[dict]:
 @dataclass
 class OnnxTranslator:
     """Greedy decoding with the exported graphs through onnxruntime (Python): what the page does."""
+
     encoder: object  # onnxruntime.InferenceSession
     step: object
     bos_id: int
@@ -270,8 +324,10 @@ class OnnxTranslator:
         meta = json.loads((folder / "vocab.json").read_text())
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
-        sessions = [ort.InferenceSession(str(folder / f), options, providers=["CPUExecutionProvider"])
-                    for f in ("encoder.onnx", "step.onnx")]
+        sessions = [
+            ort.InferenceSession(str(folder / f), options, providers=["CPUExecutionProvider"])
+            for f in ("encoder.onnx", "step.onnx")
+        ]
         return cls(*sessions, meta["bos_id"], meta["eos_id"], meta.get("kind", "rnnsearch"))
 
     def greedy(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
@@ -282,8 +338,9 @@ class OnnxTranslator:
         states, keys, state = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
         y, out, weights = self.bos_id, [], []
         for _ in range(max_len):
-            logits, state, w = self.step.run(None, {"y_prev": np.array([y], dtype=np.int64), "s_prev": state,
-                                                    "states": states, "keys": keys})
+            logits, state, w = self.step.run(
+                None, {"y_prev": np.array([y], dtype=np.int64), "s_prev": state, "states": states, "keys": keys}
+            )
             y = int(logits[0].argmax())
             weights.append(w[0])
             if y == self.eos_id:
@@ -339,12 +396,15 @@ def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, 
             k += 1
         if ref.attention is not None and k:
             worst = max(worst, float(np.abs(weights[:k] - ref.attention[:k].numpy()).max()))
-    return {"sentences": len(pairs), "token_agreement": agree / total, "same_output": same / len(pairs),
-            "max_weight_diff": worst}
+    return {
+        "sentences": len(pairs),
+        "token_agreement": agree / total,
+        "same_output": same / len(pairs),
+        "max_weight_diff": worst,
+    }
 
 
-def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool = True,
-               progress: bool = True) -> dict:
+def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool = True, progress: bool = True) -> dict:
     """Export every playground model into ``out`` and write ``out/manifest.json``; with ``check``,
     measure parity on the test split (:func:`parity`) and store it in the manifest."""
     out = Path(out)
@@ -367,9 +427,14 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
         manifest["models"][name] = entry
         if progress:
             size = sum(entry["files"].values()) / 2**20
-            check_line = "" if not check else (
-                f"; onnxruntime vs torch on {entry['parity']['sentences']} test sentences: tokens "
-                f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}")
+            check_line = (
+                ""
+                if not check
+                else (
+                    f"; onnxruntime vs torch on {entry['parity']['sentences']} test sentences: tokens "
+                    f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}"
+                )
+            )
             print(f"{name}: {size:.1f} MB{check_line}")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
     return manifest

@@ -19,14 +19,21 @@
 Where each corpus comes from, its size and license: ``CONTRIBUTING.md`` ("Data") and
 :data:`attention.data.cache.SOURCES`. ``dates`` needs ``babel`` (imported when first used).
 """
+
 from .batching import Batch, batches, collate, split
 from ..metrics import aer
 from .dates import DatePair, date_pair, make_dates
 from .cache import SOURCES, Source, default_cache_dir, fetch, read_member
-from .translation import (Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk,
-                          tokenize_chars, tokenize_words)
-from .sentiment import (Sentence, load_rotten_tomatoes, load_vader_lexicon, load_vader_movie_snippets,
-                        parse_rotten_tomatoes, parse_vader_lexicon, parse_vader_snippets)
+from .translation import Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk, tokenize_chars, tokenize_words
+from .sentiment import (
+    Sentence,
+    load_rotten_tomatoes,
+    load_vader_lexicon,
+    load_vader_movie_snippets,
+    parse_rotten_tomatoes,
+    parse_vader_lexicon,
+    parse_vader_snippets,
+)
 from .documents import Document, load_pang_lee, load_vader_documents
 from .babi import babi_tasks, load_babi, parse_babi
 from .spelling import load_codespell
@@ -34,10 +41,42 @@ from .digits import DigitImage, compose_split, load_digits
 from .vocab import Vocab
 
 __all__ = [
-    "Batch", "DatePair", "DigitImage", "compose_split", "load_digits", "babi_tasks", "load_babi", "parse_babi", "Document", "Pair", "SOURCES", "Sentence", "Source", "Vocab", "aer", "batches",
-    "collate", "date_pair", "default_cache_dir", "fetch", "load_ding_de_en", "load_hsk",
-    "load_codespell", "load_pang_lee", "load_vader_documents",
-    "load_rotten_tomatoes", "load_vader_lexicon", "load_vader_movie_snippets", "make_dates",
-    "parse_ding", "parse_hsk", "parse_rotten_tomatoes", "parse_vader_lexicon",
-    "parse_vader_snippets", "read_member", "split", "tokenize_chars", "tokenize_words",
+    "Batch",
+    "DatePair",
+    "DigitImage",
+    "compose_split",
+    "load_digits",
+    "babi_tasks",
+    "load_babi",
+    "parse_babi",
+    "Document",
+    "Pair",
+    "SOURCES",
+    "Sentence",
+    "Source",
+    "Vocab",
+    "aer",
+    "batches",
+    "collate",
+    "date_pair",
+    "default_cache_dir",
+    "fetch",
+    "load_ding_de_en",
+    "load_hsk",
+    "load_codespell",
+    "load_pang_lee",
+    "load_vader_documents",
+    "load_rotten_tomatoes",
+    "load_vader_lexicon",
+    "load_vader_movie_snippets",
+    "make_dates",
+    "parse_ding",
+    "parse_hsk",
+    "parse_rotten_tomatoes",
+    "parse_vader_lexicon",
+    "parse_vader_snippets",
+    "read_member",
+    "split",
+    "tokenize_chars",
+    "tokenize_words",
 ]

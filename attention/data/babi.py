@@ -37,6 +37,7 @@ searches back through them), and raises a ``ValueError`` naming the line of any 
 supporting set that the story does not determine exactly. Malformed files raise a ``ValueError``
 naming the file and the line.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,9 +45,24 @@ import random
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["TASKS", "PEOPLE", "LOCATIONS", "OBJECTS", "Statement", "Question", "Story", "QA",
-           "tokenize", "generate", "parse_babi", "format_babi", "load_babi", "check_story",
-           "verify", "babi_tasks"]
+__all__ = [
+    "TASKS",
+    "PEOPLE",
+    "LOCATIONS",
+    "OBJECTS",
+    "Statement",
+    "Question",
+    "Story",
+    "QA",
+    "tokenize",
+    "generate",
+    "parse_babi",
+    "format_babi",
+    "load_babi",
+    "check_story",
+    "verify",
+    "babi_tasks",
+]
 
 TASKS = (1, 2, 3, 6)  # the bAbI tasks :func:`generate` makes
 PEOPLE = ("Mary", "John", "Daniel", "Sandra")
@@ -116,8 +132,7 @@ class Story:
                 index[e.id] = len(sentences)
                 sentences.append(e.tokens)
             else:
-                out.append(QA(tuple(sentences), e.tokens, e.answer,
-                              tuple(index[i] for i in e.support), e.line))
+                out.append(QA(tuple(sentences), e.tokens, e.answer, tuple(index[i] for i in e.support), e.line))
         return out
 
 
@@ -146,19 +161,21 @@ def parse_babi(text: str, name: str = "<text>") -> list[Story]:
             entries, statements = [], set()
         elif not entries or n != entries[-1].id + 1:
             last = entries[-1].id if entries else None
-            raise ValueError(f"{where}: line number {n} follows {last} (numbers go up by one "
-                             "and restart at 1)")
+            raise ValueError(f"{where}: line number {n} follows {last} (numbers go up by one and restart at 1)")
         if "\t" not in rest:
             if "?" in rest:  # bAbI statements never ask
-                raise ValueError(f"{where}: question {rest.strip()!r} has no tabs; expected "
-                                 "'question<TAB>answer<TAB>supporting ids'")
+                raise ValueError(
+                    f"{where}: question {rest.strip()!r} has no tabs; expected 'question<TAB>answer<TAB>supporting ids'"
+                )
             entries.append(Statement(n, rest, line))
             statements.add(n)
             continue
         fields = rest.split("\t")
         if len(fields) != 3 or not fields[0].strip() or not fields[1].strip():
-            raise ValueError(f"{where}: expected 'question<TAB>answer<TAB>supporting ids', "
-                             f"got {len(fields)} tab-separated fields in {raw[:80]!r}")
+            raise ValueError(
+                f"{where}: expected 'question<TAB>answer<TAB>supporting ids', "
+                f"got {len(fields)} tab-separated fields in {raw[:80]!r}"
+            )
         ids = fields[2].split()
         if not ids or not all(i.isdigit() for i in ids):
             raise ValueError(f"{where}: supporting ids {fields[2]!r} are not numbers")
@@ -207,12 +224,20 @@ class _World:
 
 def _statement(task: int, rng: random.Random, w: _World, fid: int) -> str:
     held = [(o, w.holder[o][0]) for o in OBJECTS if w.holder[o]]
-    gettable = [(p, o) for p in PEOPLE if w.moves[p] for o in OBJECTS if w.holder[o] is None
-                and (w.dropped[o] is None or w.dropped[o][0] == w.where(p)[0])]
+    gettable = [
+        (p, o)
+        for p in PEOPLE
+        if w.moves[p]
+        for o in OBJECTS
+        if w.holder[o] is None and (w.dropped[o] is None or w.dropped[o][0] == w.where(p)[0])
+    ]
     kind = "move"
     if task in (2, 3):
-        weights = {"move": 5 if task == 2 else 6, "get": 3 if gettable else 0,
-                   "drop": (2 if task == 2 else 1) if held else 0}
+        weights = {
+            "move": 5 if task == 2 else 6,
+            "get": 3 if gettable else 0,
+            "drop": (2 if task == 2 else 1) if held else 0,
+        }
         kind = rng.choices(list(weights), list(weights.values()))[0]
     if kind == "get":
         p, o = rng.choice(gettable)
@@ -307,8 +332,15 @@ def _stories(task: int, rng: random.Random, questions_per_story: int, max_lines:
         yield lines
 
 
-def generate(task: int, n_stories: int, seed: int, *, questions_per_story: int = 5,
-             max_lines: int = 20, n_questions: int | None = None) -> str:
+def generate(
+    task: int,
+    n_stories: int,
+    seed: int,
+    *,
+    questions_per_story: int = 5,
+    max_lines: int = 20,
+    n_questions: int | None = None,
+) -> str:
     """bAbI text of ``n_stories`` stories of ``task`` (1, 2, 3 or 6), deterministic in ``seed``.
 
     With ``n_questions``, stories are made until there are that many questions (``n_stories`` is
@@ -317,8 +349,7 @@ def generate(task: int, n_stories: int, seed: int, *, questions_per_story: int =
     if task not in TASKS:
         raise ValueError(f"task {task!r} is not generated; choose one of {TASKS}")
     if questions_per_story < 1 or max_lines < 4:
-        raise ValueError(f"need questions_per_story >= 1 and max_lines >= 4; got "
-                         f"{questions_per_story} and {max_lines}")
+        raise ValueError(f"need questions_per_story >= 1 and max_lines >= 4; got {questions_per_story} and {max_lines}")
     rng, out, count = random.Random(seed), [], 0
     for i, story in enumerate(_stories(task, rng, questions_per_story, max_lines)):
         if n_questions is None and i >= n_stories or n_questions is not None and count >= n_questions:
@@ -382,14 +413,15 @@ def _expect(events, task, args, where):
     if fact is None:
         raise ValueError(f"{where}: nobody has had the {args[0]} yet; the question has no answer")
     if task == 2:
-        move = _place(events[:events.index(fact)] if fact[1] == "drop" else events, fact[2])
+        move = _place(events[: events.index(fact)] if fact[1] == "drop" else events, fact[2])
         return move[3], {fact[0], move[0]}
     moves = [e for e in events if e[1] == "move" and e[2] == fact[2]]
     hist = _replay(events, args[0])
-    if (fact[1] != "get" or len(moves) < 2 or moves[-1][0] < fact[0] or hist[-1] != args[1]
-            or hist.count(args[1]) != 1):
-        raise ValueError(f"{where}: the {args[0]} is not being carried into the {args[1]} for the "
-                         f"first time (it has been in {hist}); 'before' is not determined")
+    if fact[1] != "get" or len(moves) < 2 or moves[-1][0] < fact[0] or hist[-1] != args[1] or hist.count(args[1]) != 1:
+        raise ValueError(
+            f"{where}: the {args[0]} is not being carried into the {args[1]} for the "
+            f"first time (it has been in {hist}); 'before' is not determined"
+        )
     return hist[-2], {fact[0], moves[-2][0], moves[-1][0]}
 
 
@@ -416,7 +448,7 @@ def check_story(story: Story, task: int | None = None) -> None:
                 here = _place(events, who)
                 if here is None:
                     raise ValueError(f"{where}: {who} picks up the {what} before being anywhere")
-                if fact and (fact[1] == "get" or _place(events[:events.index(fact)], fact[2])[3] != here[3]):
+                if fact and (fact[1] == "get" or _place(events[: events.index(fact)], fact[2])[3] != here[3]):
                     raise ValueError(f"{where}: the {what} is held by {fact[2]} or lies elsewhere")
             if kind == "drop" and (fact is None or fact[1] != "get" or fact[2] != who):
                 raise ValueError(f"{where}: {who} drops the {what} without holding it")
@@ -432,8 +464,9 @@ def check_story(story: Story, task: int | None = None) -> None:
         if e.answer != answer:
             raise ValueError(f"{where}: {e.text.strip()!r} answered {e.answer!r}; the story says {answer!r}")
         if set(e.support) != support or len(e.support) != len(support):
-            raise ValueError(f"{where}: {e.text.strip()!r} is supported by {list(e.support)}; the facts "
-                             f"needed are {sorted(support)}")
+            raise ValueError(
+                f"{where}: {e.text.strip()!r} is supported by {list(e.support)}; the facts needed are {sorted(support)}"
+            )
 
 
 def verify(text: str, task: int | None = None, name: str = "<generated>") -> None:
@@ -442,8 +475,9 @@ def verify(text: str, task: int | None = None, name: str = "<generated>") -> Non
         check_story(story, task)
 
 
-def babi_tasks(tasks=TASKS, n_train: int = 1000, n_test: int = 1000, seed: int = 0,
-               **options) -> dict[int, dict[str, list[QA]]]:
+def babi_tasks(
+    tasks=TASKS, n_train: int = 1000, n_test: int = 1000, seed: int = 0, **options
+) -> dict[int, dict[str, list[QA]]]:
     """``{task: {"train": [QA], "test": [QA]}}``, 1,000 questions each by default (bAbI "1k").
 
     Train and test come from different seeds derived from ``seed`` and the task, so they are

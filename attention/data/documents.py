@@ -27,6 +27,7 @@ label is the sign of the mean rating (0 = negative, 1 = positive, as
 take text, so tests need no network; malformed input raises a ``ValueError`` naming the file and
 the line.
 """
+
 from __future__ import annotations
 
 import csv
@@ -37,8 +38,15 @@ from dataclasses import dataclass, field
 from .cache import SOURCES, Source, fetch, read_member
 from .sentiment import tokenize
 
-__all__ = ["Document", "PANG_LEE", "VADER_DOCUMENTS", "parse_pang_lee", "parse_vader_documents",
-           "load_pang_lee", "load_vader_documents"]
+__all__ = [
+    "Document",
+    "PANG_LEE",
+    "VADER_DOCUMENTS",
+    "parse_pang_lee",
+    "parse_vader_documents",
+    "load_pang_lee",
+    "load_vader_documents",
+]
 
 #: the Pang & Lee file (SOURCES["pang_lee"]); its own sha256 pinned too
 PANG_LEE = SOURCES["pang_lee"]
@@ -46,10 +54,20 @@ PANG_LEE = SOURCES["pang_lee"]
 _VADER_DIR = SOURCES["vader"].member.rsplit("/", 1)[0]
 #: VADER's document corpora by name, each a member of the same sdist as SOURCES["vader"]
 VADER_DOCUMENTS = {
-    "amazon": Source("pypi-sdist", "vaderSentiment", "3.3.2", SOURCES["vader"].sha256,
-                     f"{_VADER_DIR}/amazonReviewSnippets_GroundTruth.txt"),
-    "nyt": Source("pypi-sdist", "vaderSentiment", "3.3.2", SOURCES["vader"].sha256,
-                  f"{_VADER_DIR}/nytEditorialSnippets_GroundTruth.txt"),
+    "amazon": Source(
+        "pypi-sdist",
+        "vaderSentiment",
+        "3.3.2",
+        SOURCES["vader"].sha256,
+        f"{_VADER_DIR}/amazonReviewSnippets_GroundTruth.txt",
+    ),
+    "nyt": Source(
+        "pypi-sdist",
+        "vaderSentiment",
+        "3.3.2",
+        SOURCES["vader"].sha256,
+        f"{_VADER_DIR}/nytEditorialSnippets_GroundTruth.txt",
+    ),
 }
 
 
@@ -110,14 +128,16 @@ def parse_vader_documents(data: bytes | str, name: str = "amazonReviewSnippets_G
             continue
         fields = record.split("\t")
         if len(fields) != 3 or "_" not in fields[0]:
-            raise ValueError(f"{name}, line {line}: expected 'doc_sentence<tab>rating<tab>sentence', "
-                             f"got {record[:80]!r}")
+            raise ValueError(
+                f"{name}, line {line}: expected 'doc_sentence<tab>rating<tab>sentence', got {record[:80]!r}"
+            )
         doc, _, number = fields[0].partition("_")
         try:
             rating, number = float(fields[1]), int(number)
         except ValueError:
-            raise ValueError(f"{name}, line {line}: the id {fields[0]!r} or the rating {fields[1]!r} "
-                             "is not a number") from None
+            raise ValueError(
+                f"{name}, line {line}: the id {fields[0]!r} or the rating {fields[1]!r} is not a number"
+            ) from None
         sentences = groups.setdefault(doc, {})
         if number in sentences:
             raise ValueError(f"{name}, line {line}: sentence {fields[0]} appears twice")
@@ -132,8 +152,13 @@ def parse_vader_documents(data: bytes | str, name: str = "amazonReviewSnippets_G
         mean = sum(ratings) / len(ratings)
         if mean == 0:
             continue
-        documents.append(Document(tuple(t for t, _, _ in sentences), int(mean > 0),
-                                  {"id": doc, "numbers": sorted(numbered), "ratings": ratings, "texts": [x for _, _, x in sentences]}))
+        documents.append(
+            Document(
+                tuple(t for t, _, _ in sentences),
+                int(mean > 0),
+                {"id": doc, "numbers": sorted(numbered), "ratings": ratings, "texts": [x for _, _, x in sentences]},
+            )
+        )
     return documents
 
 
@@ -150,4 +175,3 @@ def load_vader_documents(corpus: str = "amazon", cache_dir: str | os.PathLike | 
     source = VADER_DOCUMENTS[corpus]
     raw = read_member(fetch(source, cache_dir), source.member)
     return parse_vader_documents(raw, source.member.rsplit("/", 1)[-1])
-

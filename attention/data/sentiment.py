@@ -31,6 +31,7 @@ as ``tokens, label = sentence``, and has the ``.tokens`` and ``.label`` that
 :class:`~attention.tasks.classification.ClassificationData` reads. The parsers take text so tests
 need no network; malformed input raises a ``ValueError`` that names the file and the line.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -44,17 +45,32 @@ from dataclasses import dataclass, field
 from .cache import SOURCES, Source, fetch, read_member
 from .translation import tokenize_words
 
-__all__ = ["Sentence", "LABELS", "VADER_LEXICON", "normalize", "tokenize", "parse_rotten_tomatoes",
-           "parse_vader_snippets", "parse_vader_lexicon", "load_rotten_tomatoes",
-           "load_vader_movie_snippets", "load_vader_lexicon"]
+__all__ = [
+    "Sentence",
+    "LABELS",
+    "VADER_LEXICON",
+    "normalize",
+    "tokenize",
+    "parse_rotten_tomatoes",
+    "parse_vader_snippets",
+    "parse_vader_lexicon",
+    "load_rotten_tomatoes",
+    "load_vader_movie_snippets",
+    "load_vader_lexicon",
+]
 
 LABELS = ("negative", "positive")  # class index -> name, for every corpus here
 
 # VADER's lexicon sits in the same sdist as its ground truth (SOURCES["vader"]); the lexicon
 # file's own sha256 is pinned as well.
-VADER_LEXICON = Source("pypi-sdist", "vaderSentiment", "3.3.2", SOURCES["vader"].sha256,
-                       "vaderSentiment-3.3.2/vaderSentiment/vader_lexicon.txt",
-                       member_sha256="1ec9c6e9ee19aade328f8beb393a6afa71a5bb3acf7d3cc22d4ef568df374bf5")
+VADER_LEXICON = Source(
+    "pypi-sdist",
+    "vaderSentiment",
+    "3.3.2",
+    SOURCES["vader"].sha256,
+    "vaderSentiment-3.3.2/vaderSentiment/vader_lexicon.txt",
+    member_sha256="1ec9c6e9ee19aade328f8beb393a6afa71a5bb3acf7d3cc22d4ef568df374bf5",
+)
 
 DOUBLE_QUOTES = re.compile(r"''|``|[\u201c\u201d]")  # '' `` “ ” -> "
 RT_CATEGORIES = {"rotten": 0, "fresh": 1, "plot": None}  # plot summaries are not reviews
@@ -104,15 +120,13 @@ def parse_rotten_tomatoes(data: bytes | str, name: str = "rotten_tomatoes_corpus
     reader = csv.DictReader(io.StringIO(_text(data, name)))
     missing = {"category", "text"} - set(reader.fieldnames or ())
     if missing:
-        raise ValueError(f"{name}: the header lacks the column(s) {sorted(missing)} "
-                         f"(has {reader.fieldnames})")
+        raise ValueError(f"{name}: the header lacks the column(s) {sorted(missing)} (has {reader.fieldnames})")
     sentences, seen = [], set()
     for row in reader:
         line = reader.line_num  # the line the record ends on (a text may span lines)
         category = (row["category"] or "").strip()
         if category not in RT_CATEGORIES:
-            raise ValueError(f"{name}, line {line}: category must be one of "
-                             f"{sorted(RT_CATEGORIES)}, got {category!r}")
+            raise ValueError(f"{name}, line {line}: category must be one of {sorted(RT_CATEGORIES)}, got {category!r}")
         label = RT_CATEGORIES[category]
         if label is None:
             continue
@@ -137,8 +151,9 @@ def load_rotten_tomatoes(cache_dir: str | os.PathLike | None = None) -> list[Sen
 # ---------------------------------------------------------------- VADER
 
 
-def parse_vader_snippets(data: bytes | str, name: str = "movieReviewSnippets_GroundTruth.txt",
-                         min_abs_rating: float = 0.0) -> list[Sentence]:
+def parse_vader_snippets(
+    data: bytes | str, name: str = "movieReviewSnippets_GroundTruth.txt", min_abs_rating: float = 0.0
+) -> list[Sentence]:
     """Sentences with their mean human rating from a VADER ground-truth file.
 
     Lines ``id <tab> rating <tab> sentence``; ``meta["rating"]`` keeps the rating (-4 .. +4) and
@@ -154,8 +169,10 @@ def parse_vader_snippets(data: bytes | str, name: str = "movieReviewSnippets_Gro
             continue
         fields = record.split("\t")
         if len(fields) != 3:
-            raise ValueError(f"{name}, line {line}: expected 'id<tab>rating<tab>sentence', "
-                             f"got {len(fields)} field(s): {record[:80]!r}")
+            raise ValueError(
+                f"{name}, line {line}: expected 'id<tab>rating<tab>sentence', "
+                f"got {len(fields)} field(s): {record[:80]!r}"
+            )
         sid, rating, text = fields
         try:
             rating = float(rating)
@@ -172,8 +189,9 @@ def parse_vader_snippets(data: bytes | str, name: str = "movieReviewSnippets_Gro
     return sentences
 
 
-def load_vader_movie_snippets(cache_dir: str | os.PathLike | None = None,
-                              min_abs_rating: float = 0.0) -> list[Sentence]:
+def load_vader_movie_snippets(
+    cache_dir: str | os.PathLike | None = None, min_abs_rating: float = 0.0
+) -> list[Sentence]:
     """VADER's human-rated movie-review sentences (10,566 with the default ``min_abs_rating``),
     label 1 = rated positive; ``meta["rating"]`` is the mean human rating."""
     source = SOURCES["vader"]
@@ -197,8 +215,9 @@ def parse_vader_lexicon(data: bytes | str, name: str = "vader_lexicon.txt") -> d
         try:
             lexicon[fields[0]] = float(fields[1])
         except ValueError:
-            raise ValueError(f"{name}, line {line}: the valence {fields[1]!r} of {fields[0]!r} "
-                             "is not a number") from None
+            raise ValueError(
+                f"{name}, line {line}: the valence {fields[1]!r} of {fields[0]!r} is not a number"
+            ) from None
     return lexicon
 
 

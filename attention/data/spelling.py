@@ -18,6 +18,7 @@ Source (``CONTRIBUTING.md``, "Data"), fetched and verified by :mod:`attention.da
 correction only. The parser takes text so tests need no network; a line without ``->`` raises a
 ``ValueError`` that names the file and the line.
 """
+
 from __future__ import annotations
 
 import os

@@ -23,6 +23,7 @@ Each loader returns a list of :class:`Pair` ``(src, tgt, meta)``; a pair also un
 ``src, tgt = pair``. The parsers take text so tests need no network; malformed input raises a
 ``ValueError`` that names the file and the record or line.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,7 @@ from dataclasses import dataclass, field
 
 from .cache import SOURCES, fetch, read_member
 
-__all__ = ["Pair", "load_hsk", "load_ding_de_en", "parse_hsk", "parse_ding", "tokenize_words",
-           "tokenize_chars"]
+__all__ = ["Pair", "load_hsk", "load_ding_de_en", "parse_hsk", "parse_ding", "tokenize_words", "tokenize_chars"]
 
 WORD = re.compile(r"\d+(?:[.,]\d+)+|\w+(?:['-]\w+)*|[^\w\s]")
 
@@ -85,8 +85,9 @@ def parse_hsk(data: bytes | str, name: str = "sentences.json", script: str = "si
             zh, en, level = record[field], record["translation"]["en"], record["hsk_level"]
         except (KeyError, TypeError) as e:
             rid = record.get("id", "?") if isinstance(record, dict) else "?"
-            raise ValueError(f"{name}: record {i} (id {rid}) lacks the field {e} "
-                             f"(needs '{field}', 'translation.en', 'hsk_level')") from None
+            raise ValueError(
+                f"{name}: record {i} (id {rid}) lacks the field {e} (needs '{field}', 'translation.en', 'hsk_level')"
+            ) from None
         if not isinstance(zh, str) or not isinstance(en, str):
             raise ValueError(f"{name}: record {i} has non-text 'chinese' or 'translation.en'")
         if en.strip().lower() == "placeholder" or (zh, en) in seen:
@@ -126,8 +127,7 @@ def _clean(entry: str) -> str:
 
 
 def _is_sentence(text: str) -> bool:
-    return (text.endswith(SENTENCE_END) and len(text.split()) >= 3
-            and "/" not in text and not PLACEHOLDER.search(text))
+    return text.endswith(SENTENCE_END) and len(text.split()) >= 3 and "/" not in text and not PLACEHOLDER.search(text)
 
 
 def parse_ding(text: str, name: str = "de-en") -> list[Pair]:
@@ -150,13 +150,14 @@ def parse_ding(text: str, name: str = "de-en") -> list[Pair]:
         if not line.strip() or line.startswith("#"):
             continue
         if line.count(" :: ") != 1:
-            raise ValueError(f"{name}, line {lineno}: expected 'German :: English', "
-                             f"got {line[:80]!r}")
+            raise ValueError(f"{name}, line {lineno}: expected 'German :: English', got {line[:80]!r}")
         de_side, en_side = line.split(" :: ")
         de_entries, en_entries = de_side.split(" | "), en_side.split(" | ")
         if len(de_entries) != len(en_entries):
-            raise ValueError(f"{name}, line {lineno}: {len(de_entries)} German entries but "
-                             f"{len(en_entries)} English ones (separated by ' | ')")
+            raise ValueError(
+                f"{name}, line {lineno}: {len(de_entries)} German entries but "
+                f"{len(en_entries)} English ones (separated by ' | ')"
+            )
         for de, en in zip(de_entries, en_entries):
             if de.count(" ") < 2 or not MARK.search(de):  # a quick no for most headwords
                 continue

@@ -5,6 +5,7 @@ loss ignores with ``ignore_index=0``), ``<unk>`` = 1, ``<bos>`` = 2, ``<eos>`` =
 tokens follow by falling frequency, ties broken alphabetically, so the same corpus always
 gives the same ids.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -31,13 +32,13 @@ class Vocab:
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}  # token -> id
 
     @classmethod
-    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1,
-              max_size: int | None = None) -> "Vocab":
+    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None) -> "Vocab":
         """Vocabulary of the tokens seen at least ``min_freq`` times (at most ``max_size``
         besides the specials), most frequent first."""
         counts = Counter(t for tokens in token_lists for t in tokens)
-        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
-                      key=lambda t: (-counts[t], t))
+        kept = sorted(
+            (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t)
+        )
         return cls(SPECIALS + tuple(kept[:max_size]))
 
     def __len__(self) -> int:

@@ -21,9 +21,18 @@
 * ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
 * ``captioner`` -- chapter 8: Xu et al.'s Show, Attend and Tell (soft, hard/REINFORCE and Gumbel attention)
 """
+
 from .base import SequenceModel
-from .interface import (ClassifierOutput, TaggerOutput, Encoded, EncoderMemory, SequenceOutput, Step, Translation,
-                        select_rows)
+from .interface import (
+    ClassifierOutput,
+    TaggerOutput,
+    Encoded,
+    EncoderMemory,
+    SequenceOutput,
+    Step,
+    Translation,
+    select_rows,
+)
 from .captioner import CaptionerConfig, CaptionerOutput, ShowAttendTell
 from .cmla import CMLA, CMLAConfig, CoupledAttentionLayer
 from .featurewise import ATTENTION_POOLS, AttentionPooling, AttentionPoolingConfig
@@ -38,15 +47,83 @@ from .pooling import BiLSTMEncoder, BiLSTMPooling, PoolingClassifierConfig
 from .registry import MODELS, build, count_parameters, model_name, register_model
 from .selfattentive import SelfAttentiveClassifier, SelfAttentiveConfig, penalized_loss, penalty
 from .seq2seq import Encoder, RNNEncoderDecoder, Seq2Seq, Seq2SeqConfig, reverse_padded
-from .transformer import (DecoderLayer, EncoderLayer, FeedForward, KeyValues, PositionalEncoding, Residual,
-                          Transformer, TransformerConfig, TransformerMaps, TransformerOutput, TransformerState,
-                          noam_schedule)
+from .transformer import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    KeyValues,
+    PositionalEncoding,
+    Residual,
+    Transformer,
+    TransformerConfig,
+    TransformerMaps,
+    TransformerOutput,
+    TransformerState,
+    noam_schedule,
+)
 
-__all__ = ["ATTENTION_POOLS", "AttentionPooling", "AttentionPoolingConfig", "BiLSTMEncoder", "BiLSTMPooling", "CMLA", "CMLAConfig", "CoupledAttentionLayer", "CaptionerConfig", "CaptionerOutput", "ClassifierOutput", "DMN", "DMNConfig", "DecoderLayer", "Encoded", "Encoder",
-           "EncoderLayer", "EncoderMemory", "FeedForward", "HANClassifier", "HANConfig", "KeyValues", "LSTMNClassifier", "LSTMNConfig",
-           "LSTMNTapes", "LuongConfig", "LuongSeq2Seq", "LuongState", "MODELS", "MemN2N", "MemN2NConfig", "NTM", "NTMConfig", "NestedConfig", "NestedSeq2Seq", "PoolingClassifierConfig",
-           "PositionalEncoding", "RNNEncoderDecoder", "Residual", "SelfAttentiveClassifier",
-           "SelfAttentiveConfig", "Seq2Seq", "ShowAttendTell", "Seq2SeqConfig", "SequenceModel", "SequenceOutput", "Step", "TaggerOutput",
-           "Transformer", "TransformerConfig", "TransformerMaps", "TransformerOutput", "TransformerState",
-           "Translation", "build", "count_parameters", "model_name", "noam_schedule", "penalized_loss", "penalty",
-           "register_model", "reverse_padded", "select_rows"]
+__all__ = [
+    "ATTENTION_POOLS",
+    "AttentionPooling",
+    "AttentionPoolingConfig",
+    "BiLSTMEncoder",
+    "BiLSTMPooling",
+    "CMLA",
+    "CMLAConfig",
+    "CoupledAttentionLayer",
+    "CaptionerConfig",
+    "CaptionerOutput",
+    "ClassifierOutput",
+    "DMN",
+    "DMNConfig",
+    "DecoderLayer",
+    "Encoded",
+    "Encoder",
+    "EncoderLayer",
+    "EncoderMemory",
+    "FeedForward",
+    "HANClassifier",
+    "HANConfig",
+    "KeyValues",
+    "LSTMNClassifier",
+    "LSTMNConfig",
+    "LSTMNTapes",
+    "LuongConfig",
+    "LuongSeq2Seq",
+    "LuongState",
+    "MODELS",
+    "MemN2N",
+    "MemN2NConfig",
+    "NTM",
+    "NTMConfig",
+    "NestedConfig",
+    "NestedSeq2Seq",
+    "PoolingClassifierConfig",
+    "PositionalEncoding",
+    "RNNEncoderDecoder",
+    "Residual",
+    "SelfAttentiveClassifier",
+    "SelfAttentiveConfig",
+    "Seq2Seq",
+    "ShowAttendTell",
+    "Seq2SeqConfig",
+    "SequenceModel",
+    "SequenceOutput",
+    "Step",
+    "TaggerOutput",
+    "Transformer",
+    "TransformerConfig",
+    "TransformerMaps",
+    "TransformerOutput",
+    "TransformerState",
+    "Translation",
+    "build",
+    "count_parameters",
+    "model_name",
+    "noam_schedule",
+    "penalized_loss",
+    "penalty",
+    "register_model",
+    "reverse_padded",
+    "select_rows",
+]

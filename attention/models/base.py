@@ -17,6 +17,7 @@ vocabulary is a ValueError naming it, not an embedding's ``IndexError``.
 ``CONTRIBUTING.md`` ("Adding a model") shows the whole recipe: subclass, config dataclass,
 ``@register_model``, tests.
 """
+
 from __future__ import annotations
 
 import torch
@@ -40,8 +41,9 @@ class SequenceModel(nn.Module):
     def step(self, y_prev: Tensor, state, memory) -> Step:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} must implement step(y_prev, state, memory)")
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
-                return_attention: bool = False) -> SequenceOutput:
+    def forward(
+        self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, return_attention: bool = False
+    ) -> SequenceOutput:
         """Teacher forcing: ``tgt_in`` ``(B, T)`` = ``<bos> y_1 … y_{T-1}``; logits ``(B, T, V)``."""
         check_ids(tgt_in, self.cfg.tgt_vocab, "tgt_in", "target")
         memory, state = self.encode(src, src_lengths)
@@ -57,8 +59,10 @@ class SequenceModel(nn.Module):
         """:func:`attention.models.decoding.greedy` with this model."""
         return decoding.greedy(self, src, src_lengths, max_len=max_len)
 
-    def beam_search(self, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50,
-                    length_penalty: float = 0.0) -> Translation:
+    def beam_search(
+        self, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50, length_penalty: float = 0.0
+    ) -> Translation:
         """:func:`attention.models.decoding.beam_search` with this model."""
-        return decoding.beam_search(self, src, src_lengths, beam_size=beam_size, max_len=max_len,
-                                    length_penalty=length_penalty)
+        return decoding.beam_search(
+            self, src, src_lengths, beam_size=beam_size, max_len=max_len, length_penalty=length_penalty
+        )

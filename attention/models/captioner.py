@@ -37,6 +37,7 @@ expectation α (§4.1 does so with probability 0.5) only if ``expectation_prob``
 REINFORCE); at evaluation hard and gumbel attention read the argmax location, so
 :meth:`ShowAttendTell.generate` is deterministic.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -84,10 +85,19 @@ class CaptionerConfig:
     positions: bool = True  # add a learned vector per grid cell to its annotation (beyond the paper, below)
 
     def __post_init__(self):
-        check_sizes("CaptionerConfig", vocab=self.vocab, embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
-                    annotation_dim=self.annotation_dim, attention_dim=self.attention_dim, channels=self.channels,
-                    image_height=self.image_height, image_width=self.image_width, cnn_channels=self.cnn_channels,
-                    conv_layers=self.conv_layers)
+        check_sizes(
+            "CaptionerConfig",
+            vocab=self.vocab,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            annotation_dim=self.annotation_dim,
+            attention_dim=self.attention_dim,
+            channels=self.channels,
+            image_height=self.image_height,
+            image_width=self.image_width,
+            cnn_channels=self.cnn_channels,
+            conv_layers=self.conv_layers,
+        )
         if self.attention not in ATTENTIONS:
             raise ValueError(f"CaptionerConfig.attention must be one of {ATTENTIONS}; got {self.attention!r}")
         check_dropout("CaptionerConfig", self.dropout)
@@ -104,12 +114,14 @@ class CaptionerConfig:
         if len(set(ids.values())) != 3:
             raise ValueError(f"CaptionerConfig pad_id, bos_id, eos_id must differ; got {ids}")
         if not isinstance(self.pools, int) or not 0 <= self.pools <= self.conv_layers:
-            raise ValueError(f"CaptionerConfig.pools must be in [0, conv_layers={self.conv_layers}]; "
-                             f"got {self.pools!r}")
-        f = 2 ** self.pools
+            raise ValueError(
+                f"CaptionerConfig.pools must be in [0, conv_layers={self.conv_layers}]; got {self.pools!r}"
+            )
+        f = 2**self.pools
         if self.image_height % f or self.image_width % f:
-            raise ValueError(f"CaptionerConfig image size {self.image_height}x{self.image_width} must be divisible "
-                             f"by 2^pools = {f}")
+            raise ValueError(
+                f"CaptionerConfig image size {self.image_height}x{self.image_width} must be divisible by 2^pools = {f}"
+            )
 
 
 @dataclass
@@ -178,7 +190,7 @@ class ShowAttendTell(nn.Module):
     @property
     def grid(self) -> tuple[int, int]:
         """``(gh, gw)``, the annotation grid; G = gh · gw."""
-        f = 2 ** self.cfg.pools
+        f = 2**self.cfg.pools
         return self.cfg.image_height // f, self.cfg.image_width // f
 
     # --- checks --------------------------------------------------------------------------------------
@@ -186,14 +198,17 @@ class ShowAttendTell(nn.Module):
         c = self.cfg
         want = (c.channels, c.image_height, c.image_width)
         if images.dim() != 4 or tuple(images.shape[1:]) != want or not images.dtype.is_floating_point:
-            raise ValueError(f"expected float images (B, {c.channels}, {c.image_height}, {c.image_width}); "
-                             f"got {tuple(images.shape)} {images.dtype}")
+            raise ValueError(
+                f"expected float images (B, {c.channels}, {c.image_height}, {c.image_width}); "
+                f"got {tuple(images.shape)} {images.dtype}"
+            )
 
     def check_captions(self, images: Tensor, captions: Tensor) -> None:
         self.check_images(images)
         if captions.dim() != 2 or captions.shape[0] != images.shape[0] or captions.shape[1] < 2:
-            raise ValueError(f"expected captions (B, T) with T >= 2 for images {tuple(images.shape)}; "
-                             f"got {tuple(captions.shape)}")
+            raise ValueError(
+                f"expected captions (B, T) with T >= 2 for images {tuple(images.shape)}; got {tuple(captions.shape)}"
+            )
         # int64 only: the loss gathers the targets' log-probabilities with them
         check_ids(captions, self.cfg.vocab, "captions", "caption", dtypes=(torch.long,))
         if bool((captions[:, 0] != self.cfg.bos_id).any()):
@@ -213,9 +228,15 @@ class ShowAttendTell(nn.Module):
         mean = a.mean(1)  # (B, D)
         return torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
 
-    def step(self, y_prev: Tensor, state: tuple[Tensor, Tensor], a: Tensor, keys: Tensor,
-             sample: bool, expect: Tensor | None = None
-             ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor, Tensor, Tensor | None, Tensor | None]:
+    def step(
+        self,
+        y_prev: Tensor,
+        state: tuple[Tensor, Tensor],
+        a: Tensor,
+        keys: Tensor,
+        sample: bool,
+        expect: Tensor | None = None,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor, Tensor, Tensor | None, Tensor | None]:
         """One word: ``y_prev (B,)``, ``state`` (h, c) ``(B, N)``, annotations ``a (B, G, D)`` and their
         projected keys ``(B, G, A)``. With ``sample`` hard/gumbel attention draws; otherwise argmax.
         ``expect (B,)`` bool: hard-attention rows that read the expectation α this time (§4.1).
@@ -263,8 +284,11 @@ class ShowAttendTell(nn.Module):
         real = captions[:, 1:] != self.cfg.pad_id  # (B, T−1)
         keep = real.to(a.dtype)
         logits = torch.stack([s[0] for s in steps], 1)  # (B, T−1, V)
-        out = CaptionerOutput(logits, torch.stack([s[1] for s in steps], 1) * keep[..., None],  # (B, T−1, G)
-                              torch.stack([s[2] for s in steps], 1) * keep)  # (B, T−1)
+        out = CaptionerOutput(
+            logits,
+            torch.stack([s[1] for s in steps], 1) * keep[..., None],  # (B, T−1, G)
+            torch.stack([s[2] for s in steps], 1) * keep,
+        )  # (B, T−1)
         if self.cfg.attention != "soft":
             out.selections = torch.stack([s[3] for s in steps], 1) * keep[..., None]  # (B, T−1, G)
             out.locations = out.selections.detach().argmax(-1).masked_fill(~real, -1)  # (B, T−1)

@@ -9,6 +9,7 @@ which id and where, before any kernel runs; a model calls it at the entry of ``f
 ``encode`` and ``step``. :func:`check_special_id` does the same for a config's ``pad_id``,
 ``bos_id`` ... when the config is made, not when the model first meets them.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,13 @@ ID_DTYPES = (torch.long, torch.int32)
 _DTYPE_NAMES = {torch.long: "torch.long", torch.int32: "torch.int32"}
 
 
-def check_ids(ids: Tensor, vocab_size: int, what: str = "source", vocab: str | None = None,
-              dtypes: tuple[torch.dtype, ...] = ID_DTYPES) -> None:
+def check_ids(
+    ids: Tensor,
+    vocab_size: int,
+    what: str = "source",
+    vocab: str | None = None,
+    dtypes: tuple[torch.dtype, ...] = ID_DTYPES,
+) -> None:
     """Refuse token ids that an embedding of ``vocab_size`` rows cannot look up, with a ValueError.
 
     Args:
@@ -52,8 +58,10 @@ def check_ids(ids: Tensor, vocab_size: int, what: str = "source", vocab: str | N
     wrong = ids[bad]  # (n,)
     n = len(wrong)
     more = f"; {n} ids are out of range, from {int(wrong.min())} to {int(wrong.max())}" if n > 1 else ""
-    raise ValueError(f"{what} {tuple(ids.shape)} has token id {int(ids[first])} at position {position}, but the "
-                     f"{vocab or what} vocabulary has {vocab_size} ids (0..{vocab_size - 1}){more}")
+    raise ValueError(
+        f"{what} {tuple(ids.shape)} has token id {int(ids[first])} at position {position}, but the "
+        f"{vocab or what} vocabulary has {vocab_size} ids (0..{vocab_size - 1}){more}"
+    )
 
 
 def check_special_id(config: str, name: str, value, **vocabs: int) -> None:

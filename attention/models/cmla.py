@@ -26,6 +26,7 @@ The attention ``α`` does not tag anything itself: it decides what each layer re
 layer's prototypes. With one layer, nothing reads it; with two, the second layer's prototypes carry
 what the first attended to. Padded words get exactly zero weight (``masked_softmax``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,8 +62,16 @@ class CMLAConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("CMLAConfig", vocab=self.vocab, embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
-                    slices=self.slices, rnn_dim=self.rnn_dim, layers=self.layers, tags=self.tags)
+        check_sizes(
+            "CMLAConfig",
+            vocab=self.vocab,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            slices=self.slices,
+            rnn_dim=self.rnn_dim,
+            layers=self.layers,
+            tags=self.tags,
+        )
         check_dropout("CMLAConfig", self.dropout)
         check_special_id("CMLAConfig", "pad_id", self.pad_id, vocab=self.vocab)
 
@@ -76,7 +85,7 @@ class CoupledAttentionLayer(nn.Module):
         super().__init__()
         self.coupled = coupled
         width = 2 * slices if coupled else slices
-        scale = dim ** -1.0  # keeps h_iᵀ G u near unit size at the start
+        scale = dim**-1.0  # keeps h_iᵀ G u near unit size at the start
         self.G = nn.Parameter(torch.randn(2, slices, dim, dim) * scale)  # G^a, G^p: own prototype
         self.D = nn.Parameter(torch.randn(2, slices, dim, dim) * scale) if coupled else None  # D^a, D^p: the other's
         self.rnn = nn.ModuleList(nn.GRU(width, rnn_dim, batch_first=True) for _ in KINDS)
@@ -125,9 +134,10 @@ class CMLA(nn.Module):
         D = 2 * cfg.hidden_dim
         self.embed = nn.Embedding(cfg.vocab, cfg.embed_dim, padding_idx=cfg.pad_id)
         self.rnn = nn.GRU(cfg.embed_dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
-        self.prototypes = nn.Parameter(torch.randn(len(KINDS), D) * D ** -0.5)  # u_a, u_p at the first layer
-        self.layers = nn.ModuleList(CoupledAttentionLayer(D, cfg.slices, cfg.rnn_dim, cfg.coupled)
-                                    for _ in range(cfg.layers))
+        self.prototypes = nn.Parameter(torch.randn(len(KINDS), D) * D**-0.5)  # u_a, u_p at the first layer
+        self.layers = nn.ModuleList(
+            CoupledAttentionLayer(D, cfg.slices, cfg.rnn_dim, cfg.coupled) for _ in range(cfg.layers)
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         self.taggers = nn.ModuleList(nn.Linear(cfg.layers * cfg.rnn_dim, cfg.tags) for _ in KINDS)  # C^a, C^p
 

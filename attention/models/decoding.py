@@ -12,6 +12,7 @@ Both decode in eval mode (:func:`in_eval_mode`): dropout off, whatever mode the 
 so that decoding the same sentence twice gives the same output; the model's own mode, module by
 module, is back when they return (or raise).
 """
+
 from __future__ import annotations
 
 import functools
@@ -85,8 +86,9 @@ def greedy(model, src: Tensor, src_lengths: Tensor, max_len: int = 50) -> Transl
 
 @torch.no_grad()
 @in_eval_mode
-def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50,
-                length_penalty: float = 0.0) -> Translation:
+def beam_search(
+    model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max_len: int = 50, length_penalty: float = 0.0
+) -> Translation:
     """Keep the ``beam_size`` best partial translations of every sentence, all sentences at once.
 
     At each step the ``K`` best continuations of a sentence's alive hypotheses are taken;
@@ -113,7 +115,7 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max
     done = [False] * B
 
     def rank(score: float, length: int) -> float:
-        return score / (length ** length_penalty) if length_penalty else score
+        return score / (length**length_penalty) if length_penalty else score
 
     for t in range(max_len):
         logits, state, weights = model.step(y, state, memory)
@@ -134,15 +136,21 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max
                     continue  # fewer than K live candidates
                 if tok == model.cfg.eos_id or t == max_len - 1:
                     hyp = torch.cat([tokens[b, o], tokens.new_tensor([tok])])
-                    att = None if weights is None else torch.cat(
-                        [maps[b, o] if maps is not None else weights.new_zeros(0, weights.shape[-1]),
-                         weights[b, o][None]])
+                    att = (
+                        None
+                        if weights is None
+                        else torch.cat(
+                            [
+                                maps[b, o] if maps is not None else weights.new_zeros(0, weights.shape[-1]),
+                                weights[b, o][None],
+                            ]
+                        )
+                    )
                     finished[b].append((rank(score, t + 1), hyp, att))
                 else:
                     keep.append((score, o, tok))
             best_finished = max((f[0] for f in finished[b]), default=float("-inf"))
-            if not keep or len(finished[b]) >= K or (
-                    not length_penalty and best_finished >= max(k[0] for k in keep)):
+            if not keep or len(finished[b]) >= K or (not length_penalty and best_finished >= max(k[0] for k in keep)):
                 done[b] = True
                 continue
             for j, (score, o, tok) in enumerate(keep):
@@ -151,12 +159,18 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max
             break
         index = (torch.arange(B, device=device)[:, None] * K + slot).view(-1)  # (B·K,)
         state = select_rows(state, index)
-        tokens = torch.cat([tokens.gather(1, slot[:, :, None].expand(-1, -1, tokens.shape[2])),
-                            new_token[:, :, None]], 2)
+        tokens = torch.cat(
+            [tokens.gather(1, slot[:, :, None].expand(-1, -1, tokens.shape[2])), new_token[:, :, None]], 2
+        )
         if weights is not None:
             picked = weights.gather(1, slot[:, :, None].expand(-1, -1, weights.shape[-1]))  # (B, K, S)
-            maps = picked[:, :, None] if maps is None else torch.cat(
-                [maps.gather(1, slot[:, :, None, None].expand(-1, -1, *maps.shape[2:])), picked[:, :, None]], 2)
+            maps = (
+                picked[:, :, None]
+                if maps is None
+                else torch.cat(
+                    [maps.gather(1, slot[:, :, None, None].expand(-1, -1, *maps.shape[2:])), picked[:, :, None]], 2
+                )
+            )
         scores, y = new_score, new_token.view(-1)
 
     best = [max(f, key=lambda h: h[0]) for f in finished]
@@ -164,7 +178,7 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int = 5, max
     out = src.new_full((B, T), model.cfg.pad_id)
     attention = None if best[0][2] is None else best[0][2].new_zeros(B, T, S)
     for b, (_, hyp, att) in enumerate(best):
-        out[b, :len(hyp)] = hyp
+        out[b, : len(hyp)] = hyp
         if attention is not None:
-            attention[b, :len(hyp)] = att
+            attention[b, : len(hyp)] = att
     return Translation(out, attention, torch.tensor([s for s, _, _ in best], device=device))

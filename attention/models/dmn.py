@@ -52,6 +52,7 @@ How this differs from the paper:
 * the answer module is one linear layer over ``[m; q]`` (the answer is one word), not an answer GRU;
   there is no supervision of the gates by the supporting facts (the paper's bAbI runs had it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -83,8 +84,15 @@ class DMNConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("DMNConfig", vocab=self.vocab, answers=self.answers, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, gate_dim=self.gate_dim, passes=self.passes)
+        check_sizes(
+            "DMNConfig",
+            vocab=self.vocab,
+            answers=self.answers,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            gate_dim=self.gate_dim,
+            passes=self.passes,
+        )
         if self.update not in UPDATES:
             raise ValueError(f"DMNConfig.update must be one of {UPDATES}; got {self.update!r}")
         check_dropout("DMNConfig", self.dropout)
@@ -136,8 +144,10 @@ class DMN(nn.Module):
     def check_inputs(self, story: Tensor, question: Tensor) -> Tensor:
         """Refuse malformed inputs with a ValueError; return ``keep (B, M)``, True = a real sentence."""
         if story.dim() != 3 or question.dim() != 2 or story.shape[0] != question.shape[0]:
-            raise ValueError(f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
-                             f"question {tuple(question.shape)}")
+            raise ValueError(
+                f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
+                f"question {tuple(question.shape)}"
+            )
         if story.shape[1] == 0:
             raise ValueError(f"story {tuple(story.shape)} has no sentence slots (M = 0); a story needs at least one")
         if story.shape[2] == 0:

@@ -16,6 +16,7 @@ sentence vector ``s``:
 Both attentions are :class:`~attention.layers.MultiDimensionalAttention`, the scalar one with
 ``features=False``; an MLP classifies ``s``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,15 @@ class AttentionPoolingConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("AttentionPoolingConfig", vocab=self.vocab, classes=self.classes, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, attention_dim=self.attention_dim, mlp_dim=self.mlp_dim)
+        check_sizes(
+            "AttentionPoolingConfig",
+            vocab=self.vocab,
+            classes=self.classes,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            attention_dim=self.attention_dim,
+            mlp_dim=self.mlp_dim,
+        )
         check_dropout("AttentionPoolingConfig", self.dropout)
         if self.pool not in ATTENTION_POOLS:
             raise ValueError(f"pool must be one of {ATTENTION_POOLS}; got {self.pool!r}")
@@ -72,8 +80,9 @@ class AttentionPooling(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = BiLSTMEncoder(cfg.vocab, cfg.embed_dim, cfg.hidden_dim, cfg.dropout, cfg.pad_id)
-        self.attention = MultiDimensionalAttention(2 * cfg.hidden_dim, cfg.attention_dim,
-                                                   features=cfg.pool == "features")
+        self.attention = MultiDimensionalAttention(
+            2 * cfg.hidden_dim, cfg.attention_dim, features=cfg.pool == "features"
+        )
         self.classify = mlp(2 * cfg.hidden_dim, cfg.mlp_dim, cfg.classes, cfg.dropout)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> ClassifierOutput:

@@ -22,6 +22,7 @@ masked and get exactly zero weight (``masked_softmax``). The paper's baselines w
 encoders replace each attention by a fixed rule: ``pool="mean"`` (HN-AVE) averages the states,
 ``pool="max"`` (HN-MAX) takes each feature's maximum.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,8 +56,14 @@ class HANConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("HANConfig", vocab=self.vocab, classes=self.classes, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, attention_dim=self.attention_dim)
+        check_sizes(
+            "HANConfig",
+            vocab=self.vocab,
+            classes=self.classes,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            attention_dim=self.attention_dim,
+        )
         check_dropout("HANConfig", self.dropout)
         if self.pool not in POOLS:
             raise ValueError(f"HANConfig.pool must be one of {POOLS}; got {self.pool!r}")
@@ -66,8 +73,10 @@ class HANConfig:
 def check_documents(tokens: Tensor, lengths: Tensor) -> None:
     """``tokens (B, N, T)`` and ``lengths (B, N)`` in 0..T, real sentences first, or a ValueError."""
     if tokens.dim() != 3 or lengths.shape != tokens.shape[:2]:
-        raise ValueError(f"expected tokens (B, N, T) and lengths (B, N); got tokens {tuple(tokens.shape)}, "
-                         f"lengths {tuple(lengths.shape)}")
+        raise ValueError(
+            f"expected tokens (B, N, T) and lengths (B, N); got tokens {tuple(tokens.shape)}, "
+            f"lengths {tuple(lengths.shape)}"
+        )
     if lengths.dtype.is_floating_point or bool(((lengths < 0) | (lengths > tokens.shape[2])).any()):
         raise ValueError(f"lengths must be integers in 0..T = {tokens.shape[2]}; got {lengths.tolist()}")
     real = lengths > 0
@@ -104,7 +113,7 @@ class AttentionPool(nn.Module):
         self.pool = pool
         if pool == "attention":
             self.project = nn.Linear(state_dim, attention_dim)  # W, b
-            self.context = nn.Parameter(torch.randn(attention_dim) * attention_dim ** -0.5)  # u_ctx
+            self.context = nn.Parameter(torch.randn(attention_dim) * attention_dim**-0.5)  # u_ctx
 
     def attend(self, states: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
         """HAN's attention at one level: states (B, L, 2U), keep (B, L) -> (Σ α h (B, 2U), α (B, L))."""

@@ -18,6 +18,7 @@ A decoder ``state`` is whatever the model needs between steps: a tensor, or a tu
 dataclass of tensors whose first dimension is the batch; :func:`select_rows` picks rows of any
 of them (beam search reorders hypotheses with it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,16 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
-__all__ = ["EncoderMemory", "Encoded", "Step", "SequenceOutput", "Translation", "ClassifierOutput", "TaggerOutput",
-           "select_rows"]
+__all__ = [
+    "EncoderMemory",
+    "Encoded",
+    "Step",
+    "SequenceOutput",
+    "Translation",
+    "ClassifierOutput",
+    "TaggerOutput",
+    "select_rows",
+]
 
 
 def select_rows(x: Any, index: Tensor) -> Any:
@@ -42,8 +51,9 @@ def select_rows(x: Any, index: Tensor) -> Any:
     if isinstance(x, dict):
         return {k: select_rows(v, index) for k, v in x.items()}
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return dataclasses.replace(x, **{f.name: select_rows(getattr(x, f.name), index)
-                                         for f in dataclasses.fields(x) if f.init})
+        return dataclasses.replace(
+            x, **{f.name: select_rows(getattr(x, f.name), index) for f in dataclasses.fields(x) if f.init}
+        )
     return x
 
 
@@ -53,6 +63,7 @@ class EncoderMemory:
 
     ``states`` and ``mask`` are always there; a model fills the optional fields it uses.
     """
+
     states: Tensor  # (B, S, He) encoder states h_i: the keys and values of attention
     mask: Tensor  # (B, S) bool, True = a real source token (keep mask)
     lengths: Tensor  # (B,) source lengths
@@ -66,12 +77,14 @@ class EncoderMemory:
 
 class Encoded(NamedTuple):
     """``encode``'s result: the memory, and the decoder's first state."""
+
     memory: EncoderMemory
     state: Any
 
 
 class Step(NamedTuple):
     """``step``'s result for one output position."""
+
     logits: Tensor  # (B, V) scores of the next token, before the softmax
     state: Any  # the decoder state after this step
     weights: Tensor | None  # (B, S) attention over the source; None without attention
@@ -80,6 +93,7 @@ class Step(NamedTuple):
 @dataclass
 class SequenceOutput:
     """Teacher forcing over a whole target sentence."""
+
     logits: Tensor  # (B, T, V)
     attention: Tensor | None  # (B, T, S) alignment matrix, None without attention (or not asked)
 
@@ -87,6 +101,7 @@ class SequenceOutput:
 @dataclass
 class Translation:
     """What greedy and beam search return."""
+
     tokens: Tensor  # (B, T') ids, EOS included when emitted, padded with pad_id
     attention: Tensor | None  # (B, T', S); None without attention
     scores: Tensor | None = None  # (B,) total log-probability of each output (beam search)
@@ -95,6 +110,7 @@ class Translation:
 @dataclass
 class ClassifierOutput:
     """What a classifier (or a memory network answering a question) returns from ``forward``."""
+
     logits: Tensor  # (B, C) class scores before the softmax
     attention: dict[str, Tensor] = field(default_factory=dict)  # name -> weights, shapes documented by the model
 
@@ -104,11 +120,11 @@ class ClassifierOutput:
         return self.logits.argmax(-1)
 
 
-
 @dataclass
 class TaggerOutput:
     """What a token tagger (chapter 4's coupled multi-layer attention) returns from ``forward``:
     one set of logits per tag set, by name, and the attention weights the chapter draws."""
+
     logits: dict[str, Tensor]  # tag set -> (B, T, K) per-token scores before the softmax
     attention: dict[str, Tensor] = field(default_factory=dict)  # name -> weights, shapes documented by the model
 

@@ -28,6 +28,7 @@ triangular, and no word ever sees itself or a later word.
 A linear layer on the last hidden state (or the mean of the hidden states) classifies the
 sentence.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,8 +63,14 @@ class LSTMNConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("LSTMNConfig", vocab=self.vocab, classes=self.classes, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, attention_dim=self.attention_dim)
+        check_sizes(
+            "LSTMNConfig",
+            vocab=self.vocab,
+            classes=self.classes,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            attention_dim=self.attention_dim,
+        )
         check_dropout("LSTMNConfig", self.dropout)
         if self.readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}; got {self.readout!r}")
@@ -73,6 +80,7 @@ class LSTMNConfig:
 @dataclass
 class LSTMNTapes:
     """What :meth:`LSTMNClassifier.read` returns: the two tapes and the intra-attention."""
+
     hidden: Tensor  # (B, T, Hd) h_1 … h_T, the hidden tape
     memory: Tensor  # (B, T, Hd) c_1 … c_T, the memory tape
     attention: Tensor  # (B, T, T) row t = s^t over the words i < t; zero on and above the diagonal

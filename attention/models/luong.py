@@ -18,6 +18,7 @@ The encoder, the cell and the score are built by :class:`~attention.models.seq2s
 teacher forcing, greedy and beam search come with every :class:`~attention.models.base.SequenceModel`.
 Chapter 9 (``book/09-global-local.md``) teaches this; the ablation compares the variants.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ class LuongConfig(Seq2SeqConfig):
 @dataclass
 class LuongState:
     """The decoder state between two steps (batch first, so beams can reorder it)."""
+
     rnn: object  # the cell's state: h_t (B, Hd), or (h_t, c_t) for an LSTM
     feed: Tensor  # (B, Hd) h̃_{t-1}, fed back with the next input (zeros at the start)
     t: Tensor  # (B,) long, the step number (local-m's p_t = t)
@@ -62,8 +64,10 @@ class LuongSeq2Seq(RNNEncoderDecoder):
         if cfg.local not in (None, "m", "p"):
             raise ValueError(f"local must be None, 'm' or 'p', got {cfg.local!r}")
         if cfg.local and (cfg.attention is None or not is_content_based(cfg.attention)):
-            raise ValueError(f"local attention needs a content-based score, got attention={cfg.attention!r} "
-                             "(the location score predicts absolute positions; use it globally)")
+            raise ValueError(
+                f"local attention needs a content-based score, got attention={cfg.attention!r} "
+                "(the location score predicts absolute positions; use it globally)"
+            )
         super().__init__(cfg)
         H, He, Hd = cfg.hidden_dim, self.encoder_dim, self.decoder_dim
         self.position = PredictivePosition(Hd, cfg.attention_dim or H) if cfg.local == "p" else None
@@ -80,8 +84,11 @@ class LuongSeq2Seq(RNNEncoderDecoder):
         """The source states (no fixed context vector: Luong's decoder always attends)."""
         memory, _, s0 = self.read_source(src, src_lengths)
         h0 = s0[0] if isinstance(s0, tuple) else s0  # (B, Hd)
-        state = LuongState(rnn=s0, feed=torch.zeros_like(h0),  # h̃_0 = 0
-                           t=torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device))
+        state = LuongState(
+            rnn=s0,
+            feed=torch.zeros_like(h0),  # h̃_0 = 0
+            t=torch.zeros(h0.shape[0], dtype=torch.long, device=h0.device),
+        )
         return Encoded(memory, state)
 
     def attend_to_source(self, h: Tensor, memory: EncoderMemory, t: Tensor):
@@ -95,14 +102,14 @@ class LuongSeq2Seq(RNNEncoderDecoder):
             centers = t[:, None].to(h.dtype)  # p_t = t  (B, 1)
         else:
             centers = self.position(query, memory.lengths)  # p_t = S·σ(v_pᵀ tanh(W_p h_t))  (B, 1)
-        context, w, positions = local_attention(self.score, query, states, states, centers,
-                                                memory.lengths, self.cfg.window,
-                                                gaussian=self.cfg.local == "p")  # Eq. 10 is local-p's
+        context, w, positions = local_attention(
+            self.score, query, states, states, centers, memory.lengths, self.cfg.window, gaussian=self.cfg.local == "p"
+        )  # Eq. 10 is local-p's
         # spread the window's weights back onto the source positions, for plots and AER
         weights = h.new_zeros(h.shape[0], S + 2 * self.cfg.window + 1)
         index = (positions[:, 0] + self.cfg.window).clamp(0, weights.shape[1] - 1)  # (B, W)
         weights.scatter_add_(1, index, w[:, 0])
-        return context[:, 0], weights[:, self.cfg.window:self.cfg.window + S]  # (B, He), (B, S)
+        return context[:, 0], weights[:, self.cfg.window : self.cfg.window + S]  # (B, He), (B, S)
 
     def step(self, y_prev: Tensor, state: LuongState, memory: EncoderMemory) -> Step:
         """``y_{t-1}``, state -> logits ``(B, V)``, new state, weights ``(B, S)`` or None."""

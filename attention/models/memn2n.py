@@ -38,6 +38,7 @@ Options (§4.1-4.2 of the paper):
 Padded sentences get exactly zero weight in every hop (``masked_softmax``; in linear mode their
 scores are zeroed).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -72,8 +73,14 @@ class MemN2NConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("MemN2NConfig", vocab=self.vocab, answers=self.answers, embed_dim=self.embed_dim,
-                    hops=self.hops, memory_size=self.memory_size)
+        check_sizes(
+            "MemN2NConfig",
+            vocab=self.vocab,
+            answers=self.answers,
+            embed_dim=self.embed_dim,
+            hops=self.hops,
+            memory_size=self.memory_size,
+        )
         if self.encoding not in ENCODINGS:
             raise ValueError(f"MemN2NConfig.encoding must be one of {ENCODINGS}; got {self.encoding!r}")
         if self.tying not in TYINGS:
@@ -161,8 +168,9 @@ class MemN2N(nn.Module):
         if self.cfg.tying == "layerwise":
             x = self.question_embedding(question)
             if self.cfg.encoding == "position":
-                x = x * position_encoding(question.shape[-1], self.cfg.embed_dim, question.device,
-                                          self._lengths(question))
+                x = x * position_encoding(
+                    question.shape[-1], self.cfg.embed_dim, question.device, self._lengths(question)
+                )
             return x.sum(-2)
         return self._encode(question, 0)
 
@@ -177,8 +185,10 @@ class MemN2N(nn.Module):
 
     def forward(self, story: Tensor, question: Tensor) -> ClassifierOutput:
         if story.dim() != 3 or question.dim() != 2 or story.shape[0] != question.shape[0]:
-            raise ValueError(f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
-                             f"question {tuple(question.shape)}")
+            raise ValueError(
+                f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
+                f"question {tuple(question.shape)}"
+            )
         if story.shape[1] > self.cfg.memory_size:
             raise ValueError(f"the story has {story.shape[1]} sentences; memory_size is {self.cfg.memory_size}")
         check_ids(story, self.cfg.vocab, "story", "word")
@@ -196,4 +206,3 @@ class MemN2N(nn.Module):
             u = (self.H(u) if self.cfg.tying == "layerwise" else u) + o  # u^{k+1}
         logits = self.W(u)  # â = softmax(W u^{K+1}), u^{K+1} = o^K + u^K
         return ClassifierOutput(logits, {"hops": torch.stack(hops, 1)})  # (B, answers), (B, K, M)
-

@@ -37,6 +37,7 @@ characters get exactly zero weight. The task is :mod:`attention.tasks.spelling`;
 run :mod:`attention.studies.nested`. The model has its own ``forward`` and ``greedy`` (they take the
 characters too); ``step`` keeps the word level's :class:`~attention.models.interface.Step` shape.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,8 +79,9 @@ class NestedConfig:
         for name in ("src_vocab", "tgt_vocab", "char_vocab"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 4:
-                raise ValueError(f"{name} must be an int > 4 (four special tokens and at least one more), "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"{name} must be an int > 4 (four special tokens and at least one more), got {value!r}"
+                )
         for name in ("embed_dim", "hidden_dim", "char_embed_dim", "char_hidden_dim", "max_word_len"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -98,6 +100,7 @@ class NestedConfig:
 @dataclass
 class NestedMemory(EncoderMemory):
     """The word memory, plus the source characters the nested attention reads."""
+
     chars: Tensor | None = None  # (B, S, L) character ids of every source word, 0-padded
     char_lengths: Tensor | None = None  # (B, S) characters per word, 0 for padding words
 
@@ -105,6 +108,7 @@ class NestedMemory(EncoderMemory):
 @dataclass
 class NestedOutput:
     """Teacher forcing over a whole target sentence."""
+
     logits: Tensor  # (B, T, V) word scores
     attention: Tensor  # (B, T, S) word-level attention α
     char_logits: Tensor | None  # (N, K, C) character scores of the <unk> target words; None: words only
@@ -117,6 +121,7 @@ class NestedOutput:
 @dataclass
 class NestedDecoded:
     """What :meth:`NestedSeq2Seq.greedy` returns."""
+
     tokens: Tensor  # (B, T') word ids, EOS included when emitted, padded with pad_id
     attention: Tensor  # (B, T', S)
     char_tokens: Tensor | None  # (B, T', K) characters written where tokens is <unk> (EOS included), else pad
@@ -172,11 +177,14 @@ class NestedSeq2Seq(nn.Module):
             self.char_output = nn.Linear(2 * Hc, cfg.char_vocab)  # W_z [d_k; e_k]
 
     # --- checks --------------------------------------------------------------------------
-    def _check(self, src: Tensor, src_lengths: Tensor, chars: Tensor | None, char_lengths: Tensor | None,
-               oov: Tensor | None) -> None:
+    def _check(
+        self, src: Tensor, src_lengths: Tensor, chars: Tensor | None, char_lengths: Tensor | None, oov: Tensor | None
+    ) -> None:
         if src.dim() != 2 or src_lengths.shape != src.shape[:1]:
-            raise ValueError(f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
-                             f"src_lengths {tuple(src_lengths.shape)}")
+            raise ValueError(
+                f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
+                f"src_lengths {tuple(src_lengths.shape)}"
+            )
         if src_lengths.dtype.is_floating_point or (src_lengths < 1).any() or (src_lengths > src.shape[1]).any():
             raise ValueError(f"src_lengths must be integers in 1..S = 1..{src.shape[1]}; got {src_lengths.tolist()}")
         if oov is not None and (oov.shape != src.shape or oov.dtype != torch.bool):
@@ -187,17 +195,27 @@ class NestedSeq2Seq(nn.Module):
         if chars is None or char_lengths is None:
             raise ValueError("char_level=True needs chars (B, S, L) and char_lengths (B, S)")
         if chars.dim() != 3 or chars.shape[:2] != src.shape or char_lengths.shape != src.shape:
-            raise ValueError(f"chars must be (B, S, L) and char_lengths (B, S) for src {tuple(src.shape)}; "
-                             f"got chars {tuple(chars.shape)}, char_lengths {tuple(char_lengths.shape)}")
+            raise ValueError(
+                f"chars must be (B, S, L) and char_lengths (B, S) for src {tuple(src.shape)}; "
+                f"got chars {tuple(chars.shape)}, char_lengths {tuple(char_lengths.shape)}"
+            )
         real = lengths_to_mask(src_lengths, src.shape[1])  # (B, S)
         if (char_lengths[real] < 1).any() or (char_lengths > chars.shape[2]).any():
-            raise ValueError(f"every real source word needs 1..L = 1..{chars.shape[2]} characters; "
-                             f"got char_lengths {char_lengths.tolist()}")
+            raise ValueError(
+                f"every real source word needs 1..L = 1..{chars.shape[2]} characters; "
+                f"got char_lengths {char_lengths.tolist()}"
+            )
         check_ids(chars, self.cfg.char_vocab, "chars", "character")
 
     # --- encoding ------------------------------------------------------------------------
-    def encode(self, src: Tensor, src_lengths: Tensor, chars: Tensor | None = None,
-               char_lengths: Tensor | None = None, oov: Tensor | None = None) -> Encoded:
+    def encode(
+        self,
+        src: Tensor,
+        src_lengths: Tensor,
+        chars: Tensor | None = None,
+        char_lengths: Tensor | None = None,
+        oov: Tensor | None = None,
+    ) -> Encoded:
         """Read the source once: word states ``(B, S, He)`` (hybrid embeddings for OOV words) and ``s_0``.
 
         ``oov (B, S)``: the words read by the character encoder; default ``src == unk_id``.
@@ -217,8 +235,9 @@ class NestedSeq2Seq(nn.Module):
         states, final = self.encoder(packed)  # final (2, B, H)
         states, _ = pad_packed_sequence(states, batch_first=True, total_length=S)  # (B, S, He)
         s0 = torch.tanh(self.init_state(final.transpose(0, 1).reshape(B, -1)))  # (B, Hd)
-        memory = NestedMemory(states, mask, src_lengths, keys=self.score.project_keys(states),
-                              chars=chars, char_lengths=char_lengths)
+        memory = NestedMemory(
+            states, mask, src_lengths, keys=self.score.project_keys(states), chars=chars, char_lengths=char_lengths
+        )
         return Encoded(memory, s0)
 
     # --- one word step -----------------------------------------------------------------------
@@ -256,8 +275,9 @@ class NestedSeq2Seq(nn.Module):
         d = self.char_cell(torch.cat([self.char_encoder.embed(z_prev), context], dim=-1), d)  # (N, Hc)
         return self.char_output(torch.cat([d, context], dim=-1)), d, weights[:, 0]
 
-    def decode_chars(self, memory: NestedMemory, rows: Tensor, s: Tensor, c: Tensor, weights: Tensor,
-                     chars_in: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def decode_chars(
+        self, memory: NestedMemory, rows: Tensor, s: Tensor, c: Tensor, weights: Tensor, chars_in: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Write N words character by character (nested attention).
 
         Args:
@@ -294,9 +314,17 @@ class NestedSeq2Seq(nn.Module):
         return torch.stack(out, 1), torch.stack(maps, 1), source  # (N, K), (N, K, L)
 
     # --- teacher forcing ------------------------------------------------------------------------
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, chars: Tensor | None = None,
-                char_lengths: Tensor | None = None, oov: Tensor | None = None, tgt_unk: Tensor | None = None,
-                tgt_chars_in: Tensor | None = None) -> NestedOutput:
+    def forward(
+        self,
+        src: Tensor,
+        src_lengths: Tensor,
+        tgt_in: Tensor,
+        chars: Tensor | None = None,
+        char_lengths: Tensor | None = None,
+        oov: Tensor | None = None,
+        tgt_unk: Tensor | None = None,
+        tgt_chars_in: Tensor | None = None,
+    ) -> NestedOutput:
         """Teacher forcing. ``tgt_in (B, T)`` = ``<bos> y_1 … y_{T-1}``; with ``char_level``,
         ``tgt_unk (B, T)`` marks the positions whose *next* word (``tgt_out``) is ``<unk>`` and
         ``tgt_chars_in (B, T, K)`` holds ``<bos>`` + that word's characters."""
@@ -306,11 +334,17 @@ class NestedSeq2Seq(nn.Module):
         if self.cfg.char_level:
             if tgt_unk is None or tgt_chars_in is None:
                 raise ValueError("char_level=True needs tgt_unk (B, T) and tgt_chars_in (B, T, K) for teacher forcing")
-            if tgt_unk.shape != tgt_in.shape or tgt_unk.dtype != torch.bool or tgt_chars_in.dim() != 3 \
-                    or tgt_chars_in.shape[:2] != tgt_in.shape:
-                raise ValueError(f"tgt_unk must be bool (B, T) and tgt_chars_in (B, T, K) for tgt_in "
-                                 f"{tuple(tgt_in.shape)}; got tgt_unk {tgt_unk.dtype} {tuple(tgt_unk.shape)}, "
-                                 f"tgt_chars_in {tuple(tgt_chars_in.shape)}")
+            if (
+                tgt_unk.shape != tgt_in.shape
+                or tgt_unk.dtype != torch.bool
+                or tgt_chars_in.dim() != 3
+                or tgt_chars_in.shape[:2] != tgt_in.shape
+            ):
+                raise ValueError(
+                    f"tgt_unk must be bool (B, T) and tgt_chars_in (B, T, K) for tgt_in "
+                    f"{tuple(tgt_in.shape)}; got tgt_unk {tgt_unk.dtype} {tuple(tgt_unk.shape)}, "
+                    f"tgt_chars_in {tuple(tgt_chars_in.shape)}"
+                )
             check_ids(tgt_chars_in, self.cfg.char_vocab, "tgt_chars_in", "character")
         memory, state = self.encode(src, src_lengths, chars, char_lengths, oov)
         logits, maps, states, contexts = [], [], [], []
@@ -335,15 +369,22 @@ class NestedSeq2Seq(nn.Module):
             return out
         s, c = torch.stack(states, 1)[rows], torch.stack(contexts, 1)[rows]  # (N, Hd), (N, He)
         out.char_logits, out.char_attention, out.char_source = self.decode_chars(
-            memory, rows[0], s, c, attention[rows], tgt_chars_in[rows])
+            memory, rows[0], s, c, attention[rows], tgt_chars_in[rows]
+        )
         return out
 
     # --- greedy decoding ------------------------------------------------------------------------
     @torch.no_grad()
     @in_eval_mode
-    def greedy(self, src: Tensor, src_lengths: Tensor, chars: Tensor | None = None,
-               char_lengths: Tensor | None = None, oov: Tensor | None = None,
-               max_len: int | None = None) -> NestedDecoded:
+    def greedy(
+        self,
+        src: Tensor,
+        src_lengths: Tensor,
+        chars: Tensor | None = None,
+        char_lengths: Tensor | None = None,
+        oov: Tensor | None = None,
+        max_len: int | None = None,
+    ) -> NestedDecoded:
         """Greedy words (up to ``max_len``, default S + 1); with ``char_level`` every emitted ``<unk>``
         is spelt by the character decoder. Runs in eval mode (dropout off; the model's mode is restored
         after)."""
@@ -371,8 +412,9 @@ class NestedSeq2Seq(nn.Module):
         char_tokens = tokens.new_zeros(*tokens.shape, 1)  # (B, T', 1)
         if unk.any():
             rows = unk.nonzero(as_tuple=True)
-            written, _, _ = self.decode_chars(memory, rows[0], torch.stack(states, 1)[rows],
-                                              torch.stack(contexts, 1)[rows], attention[rows])  # (N, K)
+            written, _, _ = self.decode_chars(
+                memory, rows[0], torch.stack(states, 1)[rows], torch.stack(contexts, 1)[rows], attention[rows]
+            )  # (N, K)
             char_tokens = tokens.new_zeros(*tokens.shape, written.shape[1])  # (B, T', K)
             char_tokens[rows] = written
         return NestedDecoded(tokens, attention, char_tokens)

@@ -25,6 +25,7 @@ unchanged on length 40, as long as the memory has a slot per item (N ≥ the seq
 The reading of a weighting as attention over memory rows is chapter 7's point; the copy task it
 is trained on is :mod:`attention.tasks.copy`. See ``CONTRIBUTING.md``, "Adding a model".
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,7 @@ from ..addressing import address
 from .pooling import check_sizes
 from .registry import register_model
 
-__all__ = ["NTMConfig", "NTM", "NTMOutput", "CONTROLLERS", "CopyLSTMConfig", "CopyLSTM", "read_memory",
-           "write_memory"]
+__all__ = ["NTMConfig", "NTM", "NTMOutput", "CONTROLLERS", "CopyLSTMConfig", "CopyLSTM", "read_memory", "write_memory"]
 
 CONTROLLERS = ("lstm", "feedforward")
 
@@ -56,8 +56,14 @@ class NTMConfig:
     seed: int = 0  # draws the initial memory bias
 
     def __post_init__(self):
-        check_sizes("NTMConfig", bits=self.bits, memory_slots=self.memory_slots, memory_width=self.memory_width,
-                    controller_size=self.controller_size, shifts=self.shifts)
+        check_sizes(
+            "NTMConfig",
+            bits=self.bits,
+            memory_slots=self.memory_slots,
+            memory_width=self.memory_width,
+            controller_size=self.controller_size,
+            shifts=self.shifts,
+        )
         if self.controller not in CONTROLLERS:
             raise ValueError(f"NTMConfig.controller must be one of {CONTROLLERS}; got {self.controller!r}")
         if self.shifts % 2 == 0:
@@ -79,8 +85,10 @@ class NTMOutput:
 def read_memory(memory: Tensor, weights: Tensor) -> Tensor:
     """``r = Σ_i w(i) M(i)`` (Eq. 2): memory (B, N, W), weights (B, N) -> (B, W)."""
     if memory.dim() != 3 or weights.shape != memory.shape[:2]:
-        raise ValueError(f"expected memory (B, N, W) and weights (B, N); got memory {tuple(memory.shape)}, "
-                         f"weights {tuple(weights.shape)}")
+        raise ValueError(
+            f"expected memory (B, N, W) and weights (B, N); got memory {tuple(memory.shape)}, "
+            f"weights {tuple(weights.shape)}"
+        )
     return (weights[:, None, :] @ memory)[:, 0]  # (B, 1, N) @ (B, N, W) -> (B, W)
 
 
@@ -89,9 +97,11 @@ def write_memory(memory: Tensor, weights: Tensor, erase: Tensor, add: Tensor) ->
     -> the new memory (B, N, W). Erase first, then add; erase is in [0, 1]."""
     B, N, W = memory.shape if memory.dim() == 3 else (None, None, None)
     if B is None or weights.shape != (B, N) or erase.shape != (B, W) or add.shape != (B, W):
-        raise ValueError(f"expected memory (B, N, W), weights (B, N), erase and add (B, W); got memory "
-                         f"{tuple(memory.shape)}, weights {tuple(weights.shape)}, erase {tuple(erase.shape)}, "
-                         f"add {tuple(add.shape)}")
+        raise ValueError(
+            f"expected memory (B, N, W), weights (B, N), erase and add (B, W); got memory "
+            f"{tuple(memory.shape)}, weights {tuple(weights.shape)}, erase {tuple(erase.shape)}, "
+            f"add {tuple(add.shape)}"
+        )
     w = weights[:, :, None]  # (B, N, 1)
     return memory * (1 - w * erase[:, None, :]) + w * add[:, None, :]  # (B, N, W)
 
@@ -107,11 +117,13 @@ class _Head(nn.Module):
 
     def forward(self, h: Tensor) -> dict:
         parts = self.proj(h).split(self.sizes, dim=-1)
-        out = {"key": torch.tanh(parts[0]),  # (B, W)
-               "beta": F.softplus(parts[1])[:, 0],  # (B,) ≥ 0
-               "gate": torch.sigmoid(parts[2])[:, 0],  # (B,) in [0, 1]
-               "kernel": torch.softmax(parts[3], dim=-1),  # (B, S)
-               "gamma": 1 + F.softplus(parts[4])[:, 0]}  # (B,) ≥ 1
+        out = {
+            "key": torch.tanh(parts[0]),  # (B, W)
+            "beta": F.softplus(parts[1])[:, 0],  # (B,) ≥ 0
+            "gate": torch.sigmoid(parts[2])[:, 0],  # (B,) in [0, 1]
+            "kernel": torch.softmax(parts[3], dim=-1),  # (B, S)
+            "gamma": 1 + F.softplus(parts[4])[:, 0],
+        }  # (B,) ≥ 1
         if self.write:
             out["erase"] = torch.sigmoid(parts[5])  # (B, W)
             out["add"] = torch.tanh(parts[6])  # (B, W)
@@ -157,9 +169,13 @@ class NTM(nn.Module):
         focus[:, 0] = 1.0  # (B, N), both heads start on slot 0
         C = self.cfg.controller_size
         controller = (inputs.new_zeros(B, C), inputs.new_zeros(B, C)) if self.cfg.controller == "lstm" else None
-        return {"memory": self.memory_bias.to(inputs.dtype).expand(B, -1, -1),  # (B, N, W)
-                "read": self.initial_read.to(inputs.dtype).expand(B, -1),  # (B, W)
-                "read_weights": focus, "write_weights": focus.clone(), "controller": controller}
+        return {
+            "memory": self.memory_bias.to(inputs.dtype).expand(B, -1, -1),  # (B, N, W)
+            "read": self.initial_read.to(inputs.dtype).expand(B, -1),  # (B, W)
+            "read_weights": focus,
+            "write_weights": focus.clone(),
+            "controller": controller,
+        }
 
     def step(self, x: Tensor, state: dict) -> tuple[Tensor, dict]:
         """One time step: ``x (B, I)`` -> logits ``(B, O)`` and the next state."""
@@ -175,14 +191,20 @@ class NTM(nn.Module):
         read_weights = self.read_head.address(memory, state["read_weights"], self.read_head(h))  # (B, N)
         read = read_memory(memory, read_weights)  # (B, W)
         logits = self.output(torch.cat([h, read], dim=-1))  # (B, O)
-        return logits, {"memory": memory, "read": read, "read_weights": read_weights,
-                        "write_weights": write_weights, "controller": controller}
+        return logits, {
+            "memory": memory,
+            "read": read,
+            "read_weights": read_weights,
+            "write_weights": write_weights,
+            "controller": controller,
+        }
 
     def forward(self, inputs: Tensor) -> NTMOutput:
         I = self.cfg.bits + 1
         if inputs.dim() != 3 or inputs.shape[2] != I or inputs.shape[1] < 1:
-            raise ValueError(f"NTM expects inputs (B, T, bits + 1) = (B, T, {I}) with T >= 1; "
-                             f"got {tuple(inputs.shape)}")
+            raise ValueError(
+                f"NTM expects inputs (B, T, bits + 1) = (B, T, {I}) with T >= 1; got {tuple(inputs.shape)}"
+            )
         B, T, _ = inputs.shape
         state = self.initial_state(inputs)
         logits, reads, writes = [], [], []
@@ -191,8 +213,12 @@ class NTM(nn.Module):
             logits.append(y)
             reads.append(state["read_weights"])
             writes.append(state["write_weights"])
-        return NTMOutput(torch.stack(logits, 1), torch.stack(reads, 1), torch.stack(writes, 1),  # (B, T, O), (B, T, N) ×2
-                         state["memory"])
+        return NTMOutput(
+            torch.stack(logits, 1),
+            torch.stack(reads, 1),
+            torch.stack(writes, 1),  # (B, T, O), (B, T, N) ×2
+            state["memory"],
+        )
 
 
 @dataclass
@@ -224,7 +250,8 @@ class CopyLSTM(nn.Module):
     def forward(self, inputs: Tensor) -> Tensor:
         I = self.cfg.bits + 1
         if inputs.dim() != 3 or inputs.shape[2] != I or inputs.shape[1] < 1:
-            raise ValueError(f"CopyLSTM expects inputs (B, T, bits + 1) = (B, T, {I}) with T >= 1; "
-                             f"got {tuple(inputs.shape)}")
+            raise ValueError(
+                f"CopyLSTM expects inputs (B, T, bits + 1) = (B, T, {I}) with T >= 1; got {tuple(inputs.shape)}"
+            )
         states, _ = self.lstm(inputs)  # (B, T, hidden)
         return self.output(states)  # (B, T, O)

@@ -14,6 +14,7 @@ Lin et al. (2017) replace the rule by learned weights over the words
 (:mod:`attention.models.selfattentive`); these three are what that replaces, so chapter 6 compares
 them on the same encoder, :class:`BiLSTMEncoder`, which both files share.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,16 @@ from .checks import check_ids, check_special_id
 from .interface import ClassifierOutput
 from .registry import register_model
 
-__all__ = ["BiLSTMEncoder", "PoolingClassifierConfig", "BiLSTMPooling", "POOLS", "mlp", "check_sentences",
-           "check_sizes", "check_dropout"]
+__all__ = [
+    "BiLSTMEncoder",
+    "PoolingClassifierConfig",
+    "BiLSTMPooling",
+    "POOLS",
+    "mlp",
+    "check_sentences",
+    "check_sizes",
+    "check_dropout",
+]
 
 #: the pooling rules of :class:`BiLSTMPooling`
 POOLS = ("last", "mean", "max")
@@ -49,8 +58,9 @@ def check_dropout(name: str, dropout: float) -> None:
 def check_sentences(tokens: Tensor, lengths: Tensor) -> None:
     """``tokens (B, T)`` and ``lengths (B,)`` with ``0 <= lengths <= T``, or a ValueError naming them."""
     if tokens.dim() != 2 or lengths.shape != tokens.shape[:1]:
-        raise ValueError(f"expected tokens (B, T) and lengths (B,); got tokens {tuple(tokens.shape)}, "
-                         f"lengths {tuple(lengths.shape)}")
+        raise ValueError(
+            f"expected tokens (B, T) and lengths (B,); got tokens {tuple(tokens.shape)}, lengths {tuple(lengths.shape)}"
+        )
     if tokens.shape[1] == 0:
         raise ValueError(f"tokens {tuple(tokens.shape)} has no positions (T = 0)")
     if lengths.dtype.is_floating_point or bool(((lengths < 0) | (lengths > tokens.shape[1])).any()):
@@ -98,8 +108,14 @@ class PoolingClassifierConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("PoolingClassifierConfig", vocab=self.vocab, classes=self.classes, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, mlp_dim=self.mlp_dim)
+        check_sizes(
+            "PoolingClassifierConfig",
+            vocab=self.vocab,
+            classes=self.classes,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            mlp_dim=self.mlp_dim,
+        )
         check_dropout("PoolingClassifierConfig", self.dropout)
         if self.pool not in POOLS:
             raise ValueError(f"pool must be one of {POOLS}; got {self.pool!r}")
@@ -108,8 +124,13 @@ class PoolingClassifierConfig:
 
 def mlp(in_dim: int, hidden_dim: int, classes: int, dropout: float) -> nn.Sequential:
     """The classifier on a sentence vector: dropout, Linear, ReLU, dropout, Linear -> (B, C)."""
-    return nn.Sequential(nn.Dropout(dropout), nn.Linear(in_dim, hidden_dim), nn.ReLU(), nn.Dropout(dropout),
-                         nn.Linear(hidden_dim, classes))
+    return nn.Sequential(
+        nn.Dropout(dropout),
+        nn.Linear(in_dim, hidden_dim),
+        nn.ReLU(),
+        nn.Dropout(dropout),
+        nn.Linear(hidden_dim, classes),
+    )
 
 
 @register_model("bilstm-pooling")

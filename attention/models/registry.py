@@ -12,6 +12,7 @@ A registered class has a ``config_class`` (a dataclass) and is built as ``cls(co
 Checkpoints (:mod:`attention.checkpoints`) store the name and the config's fields; that is
 all :func:`attention.checkpoints.load_checkpoint` needs to rebuild the model.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,8 +48,10 @@ def model_name(model: nn.Module) -> str:
     """The registry name of ``model``'s class; a clear error for an unregistered model."""
     name = getattr(type(model), "registry_name", None)
     if name is None or MODELS.get(name) is not type(model):
-        raise TypeError(f"{type(model).__name__} is not a registered model; decorate it with "
-                        f"@register_model(name) (registered: {sorted(MODELS)})")
+        raise TypeError(
+            f"{type(model).__name__} is not a registered model; decorate it with "
+            f"@register_model(name) (registered: {sorted(MODELS)})"
+        )
     return name
 
 

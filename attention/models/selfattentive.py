@@ -25,6 +25,7 @@ change neither ``M`` nor ``P``.
 The BiLSTM is :class:`~attention.models.pooling.BiLSTMEncoder`, shared with the pooling
 baselines (last, mean, max) that this attention replaces.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,9 +58,16 @@ class SelfAttentiveConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_sizes("SelfAttentiveConfig", vocab=self.vocab, classes=self.classes, embed_dim=self.embed_dim,
-                    hidden_dim=self.hidden_dim, attention_dim=self.attention_dim, rows=self.rows,
-                    mlp_dim=self.mlp_dim)
+        check_sizes(
+            "SelfAttentiveConfig",
+            vocab=self.vocab,
+            classes=self.classes,
+            embed_dim=self.embed_dim,
+            hidden_dim=self.hidden_dim,
+            attention_dim=self.attention_dim,
+            rows=self.rows,
+            mlp_dim=self.mlp_dim,
+        )
         check_dropout("SelfAttentiveConfig", self.dropout)
         if not (isinstance(self.penalty, (int, float)) and 0.0 <= self.penalty < float("inf")):
             raise ValueError(f"SelfAttentiveConfig.penalty must be a finite number >= 0; got {self.penalty!r}")
@@ -128,8 +136,10 @@ def penalized_loss(model: SelfAttentiveClassifier, batch) -> tuple[Tensor, int]:
     ``labels (B,)``. With ``penalty=0`` it is the task's plain cross-entropy.
     """
     if not isinstance(model, SelfAttentiveClassifier):
-        raise TypeError(f"penalized_loss needs a SelfAttentiveClassifier, got {type(model).__name__} "
-                        f"(other classifiers train with the task's own loss)")
+        raise TypeError(
+            f"penalized_loss needs a SelfAttentiveClassifier, got {type(model).__name__} "
+            f"(other classifiers train with the task's own loss)"
+        )
     out = model(batch.tokens, batch.lengths)
     loss = F.cross_entropy(out.logits, batch.labels)
     if model.cfg.penalty:

@@ -23,6 +23,7 @@ Luong's (:mod:`attention.models.luong`) share: the encoder, the target embedding
 first decoder state, the decoder cell and the score. Teacher forcing, greedy and beam
 search come from :class:`~attention.models.base.SequenceModel`, built on :meth:`Seq2Seq.step`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -127,9 +128,13 @@ class RNNEncoderDecoder(SequenceModel):
         self.init_state = nn.Linear(He, Hd)  # s_0 = tanh(W_s h_final)
         cell = nn.GRUCell if cfg.cell == "gru" else nn.LSTMCell
         self.cell = cell(self.decoder_input_dim(), Hd)
-        self.score = None if cfg.attention is None else make_score(
-            cfg.attention, query_dim=Hd, key_dim=He, hidden_dim=cfg.attention_dim or H,
-            max_len=cfg.max_src_len)
+        self.score = (
+            None
+            if cfg.attention is None
+            else make_score(
+                cfg.attention, query_dim=Hd, key_dim=He, hidden_dim=cfg.attention_dim or H, max_len=cfg.max_src_len
+            )
+        )
         self.dropout = nn.Dropout(cfg.dropout)
 
     def decoder_input_dim(self) -> int:  # pragma: no cover - abstract
@@ -139,19 +144,25 @@ class RNNEncoderDecoder(SequenceModel):
     def tie_output_to_embeddings(self, output: nn.Linear) -> None:
         """Share ``output``'s ``(V, E)`` weight with the target embeddings (Press & Wolf 2017)."""
         if output.weight.shape != self.tgt_embed.weight.shape:
-            raise ValueError(f"tie_embeddings needs the output layer's weight {tuple(output.weight.shape)} "
-                             f"to match the target embeddings {tuple(self.tgt_embed.weight.shape)}")
+            raise ValueError(
+                f"tie_embeddings needs the output layer's weight {tuple(output.weight.shape)} "
+                f"to match the target embeddings {tuple(self.tgt_embed.weight.shape)}"
+            )
         output.weight = self.tgt_embed.weight
 
     def read_source(self, src: Tensor, src_lengths: Tensor) -> tuple[EncoderMemory, Tensor, object]:
         """Run the encoder: memory (states, mask, lengths), its summary ``(B, He)`` and ``s_0``."""
         if src.dim() != 2 or src_lengths.shape != src.shape[:1]:
-            raise ValueError(f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
-                             f"src_lengths {tuple(src_lengths.shape)}")
+            raise ValueError(
+                f"src must be (B, S) with src_lengths (B,); got src {tuple(src.shape)}, "
+                f"src_lengths {tuple(src_lengths.shape)}"
+            )
         lengths = src_lengths.cpu()  # packing needs them on the CPU anyway
         if lengths.dtype.is_floating_point or (lengths < 1).any() or (lengths > src.shape[1]).any():
-            raise ValueError(f"src_lengths must be integers in 1..S = 1..{src.shape[1]} (src {tuple(src.shape)}); "
-                             f"got {lengths.tolist()}")
+            raise ValueError(
+                f"src_lengths must be integers in 1..S = 1..{src.shape[1]} (src {tuple(src.shape)}); "
+                f"got {lengths.tolist()}"
+            )
         check_ids(src, self.cfg.src_vocab, "src", "source")
         if self.cfg.reverse_source:
             src = reverse_padded(src, src_lengths)

@@ -21,6 +21,7 @@ Teacher forcing computes every target position at once under a causal mask; deco
 (greedy, beam search) feeds one token per :meth:`Transformer.step` and keeps each decoder
 layer's keys and values in a :class:`TransformerState`.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,20 @@ from .checks import check_ids, check_special_id
 from .interface import Encoded, EncoderMemory, SequenceOutput, Step
 from .registry import register_model
 
-__all__ = ["TransformerConfig", "Transformer", "TransformerOutput", "TransformerMaps", "TransformerState",
-           "KeyValues", "PositionalEncoding", "FeedForward", "Residual", "EncoderLayer", "DecoderLayer",
-           "noam_schedule"]
+__all__ = [
+    "TransformerConfig",
+    "Transformer",
+    "TransformerOutput",
+    "TransformerMaps",
+    "TransformerState",
+    "KeyValues",
+    "PositionalEncoding",
+    "FeedForward",
+    "Residual",
+    "EncoderLayer",
+    "DecoderLayer",
+    "noam_schedule",
+]
 
 
 @dataclass
@@ -66,9 +78,17 @@ class TransformerConfig:
     eos_id: int = 3  # ends a decoded sentence (an id the model never emits: decoding runs max_len steps)
 
     def __post_init__(self):
-        sizes = dict(src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab, d_model=self.d_model,
-                     num_heads=self.num_heads, num_layers=self.num_layers, d_ff=self.d_ff, max_len=self.max_len,
-                     num_encoder_layers=self.encoder_layers, num_decoder_layers=self.decoder_layers)
+        sizes = dict(
+            src_vocab=self.src_vocab,
+            tgt_vocab=self.tgt_vocab,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            num_layers=self.num_layers,
+            d_ff=self.d_ff,
+            max_len=self.max_len,
+            num_encoder_layers=self.encoder_layers,
+            num_decoder_layers=self.decoder_layers,
+        )
         bad = {k: v for k, v in sizes.items() if not isinstance(v, int) or v < 1}
         if bad:
             raise ValueError(f"TransformerConfig sizes must be positive integers; got {bad}")
@@ -79,10 +99,10 @@ class TransformerConfig:
         if self.positional not in ("sinusoidal", "learned"):
             raise ValueError(f"positional must be 'sinusoidal' or 'learned'; got {self.positional!r}")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
-            raise ValueError(f"share_embeddings needs one vocabulary; got src_vocab={self.src_vocab}, "
-                             f"tgt_vocab={self.tgt_vocab}")
-        check_special_id("TransformerConfig", "pad_id", self.pad_id, src_vocab=self.src_vocab,
-                         tgt_vocab=self.tgt_vocab)
+            raise ValueError(
+                f"share_embeddings needs one vocabulary; got src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab}"
+            )
+        check_special_id("TransformerConfig", "pad_id", self.pad_id, src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab)
         check_special_id("TransformerConfig", "bos_id", self.bos_id, tgt_vocab=self.tgt_vocab)
         check_special_id("TransformerConfig", "eos_id", self.eos_id)
 
@@ -98,6 +118,7 @@ class TransformerConfig:
 @dataclass
 class TransformerMaps:
     """Every attention map of one forward pass, per head: lists over layers, first layer first."""
+
     encoder_self: list[Tensor]  # (B, H, S, S) each
     decoder_self: list[Tensor]  # (B, H, T, T) each, zero above the diagonal (causal)
     cross: list[Tensor]  # (B, H, T, S) each, decoder queries over the encoder output
@@ -107,12 +128,14 @@ class TransformerMaps:
 class TransformerOutput(SequenceOutput):
     """:class:`SequenceOutput` plus every map: ``attention`` is the last layer's cross-attention
     averaged over heads ``(B, T, S)``, like the RNN models'; ``maps`` holds all of them."""
+
     maps: TransformerMaps | None = None  # None unless return_attention=True
 
 
 @dataclass
 class KeyValues:
     """Keys and values already projected and split into heads (the decoding cache)."""
+
     keys: Tensor  # (B, H, S, D)  K W^K, per head
     values: Tensor  # (B, H, S, D)  V W^V, per head
 
@@ -120,6 +143,7 @@ class KeyValues:
 @dataclass
 class TransformerState:
     """The decoder state between two steps (batch first, so beam search can reorder it)."""
+
     self_attn: list[KeyValues]  # per decoder layer: the t target positions fed so far (S = t)
     cross_attn: list[KeyValues]  # per decoder layer: the encoder output, projected once per sentence
 
@@ -155,15 +179,17 @@ class PositionalEncoding(nn.Module):
         inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (⌈E/2⌉,)
         table = torch.zeros(max_len, d_model)  # (P, E)
         table[:, 0::2] = torch.sin(pos * inv_freq)  # even dims 2i
-        table[:, 1::2] = torch.cos(pos * inv_freq)[:, :d_model // 2]  # odd dims 2i+1
+        table[:, 1::2] = torch.cos(pos * inv_freq)[:, : d_model // 2]  # odd dims 2i+1
         return table
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
         L = x.shape[1]
         if start + L > self.max_len:
-            raise ValueError(f"positions {start}..{start + L - 1} exceed max_len={self.max_len}; "
-                             f"got a sequence of shape {tuple(x.shape)} (raise TransformerConfig.max_len)")
-        return x + self.table[start:start + L]  # (B, L, E)
+            raise ValueError(
+                f"positions {start}..{start + L - 1} exceed max_len={self.max_len}; "
+                f"got a sequence of shape {tuple(x.shape)} (raise TransformerConfig.max_len)"
+            )
+        return x + self.table[start : start + L]  # (B, L, E)
 
 
 class FeedForward(nn.Module):
@@ -214,9 +240,13 @@ def project_heads(attn: MultiHeadAttention, key: Tensor, value: Tensor) -> KeyVa
     return KeyValues(k, v)
 
 
-def attend_cached(attn: MultiHeadAttention, query: Tensor, kv: KeyValues,
-                  key_padding_mask: Tensor | None = None, need_weights: bool = False
-                  ) -> tuple[Tensor, Tensor | None]:
+def attend_cached(
+    attn: MultiHeadAttention,
+    query: Tensor,
+    kv: KeyValues,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """``attn``'s forward pass with keys and values already projected (:func:`project_heads`).
 
     Returns ``(output (B, L, E), weights (B, H, L, S) or None)``.
@@ -225,8 +255,15 @@ def attend_cached(attn: MultiHeadAttention, query: Tensor, kv: KeyValues,
     H, D, S = attn.num_heads, attn.head_dim, kv.keys.shape[2]
     keep = to_keep_mask(key_padding_mask, batch_size=B, L=L, S=S, device=query.device)  # (B, 1, L, S)
     q = attn.q_proj(query).view(B, L, H, D).transpose(1, 2)  # (B, H, L, D)
-    heads, weights = scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=keep, dropout_p=attn.dropout,
-                                                  training=attn.training, fused=attn.fused and not need_weights)
+    heads, weights = scaled_dot_product_attention(
+        q,
+        kv.keys,
+        kv.values,
+        attn_mask=keep,
+        dropout_p=attn.dropout,
+        training=attn.training,
+        fused=attn.fused and not need_weights,
+    )
     out = attn.out_proj(heads.transpose(1, 2).reshape(B, L, E))  # (B, L, H*D) = (B, L, E)
     return out, weights
 
@@ -239,19 +276,40 @@ class EncoderLayer(nn.Module):
     self-attention weights ``(B, H, S, S)`` (``None`` unless ``need_weights``).
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, fused: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        fused: bool = False,
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused)
         self.attn_residual = Residual(d_model, dropout, norm_first)
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.ff_residual = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, attn_mask: Tensor | None = None,
-                is_causal: bool = False, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        x: Tensor,
+        key_padding_mask: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         def self_attention(h):
-            return self.self_attn(h, h, h, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                                  is_causal=is_causal, need_weights=need_weights, average_attn_weights=False)
+            return self.self_attn(
+                h,
+                h,
+                h,
+                key_padding_mask=key_padding_mask,
+                attn_mask=attn_mask,
+                is_causal=is_causal,
+                need_weights=need_weights,
+                average_attn_weights=False,
+            )
 
         x, weights = self.attn_residual(x, self_attention)  # (B, S, E), (B, H, S, S)
         x, _ = self.ff_residual(x, lambda h: (self.feed_forward(h), None))
@@ -262,8 +320,9 @@ class EncoderLayer(nn.Module):
         """Copy the weights of a ``nn.TransformerEncoderLayer`` (refused, ``ValueError``, when it differs)."""
         _check_torch_layer(self, layer)
         self.self_attn.load_torch_weights(layer.self_attn)
-        _copy_linears_and_norms(self, layer, [(self.attn_residual.norm, layer.norm1),
-                                              (self.ff_residual.norm, layer.norm2)])
+        _copy_linears_and_norms(
+            self, layer, [(self.attn_residual.norm, layer.norm1), (self.ff_residual.norm, layer.norm2)]
+        )
         return self
 
 
@@ -277,8 +336,15 @@ class DecoderLayer(nn.Module):
     unless ``need_weights``).
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, fused: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        fused: bool = False,
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, fused=fused)
         self.self_residual = Residual(d_model, dropout, norm_first)
@@ -287,27 +353,50 @@ class DecoderLayer(nn.Module):
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.ff_residual = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-                tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                tgt_is_causal: bool = False, need_weights: bool = False):
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool = False,
+        need_weights: bool = False,
+    ):
         def self_attention(h):
-            return self.self_attn(h, h, h, key_padding_mask=tgt_key_padding_mask, attn_mask=tgt_mask,
-                                  is_causal=tgt_is_causal, need_weights=need_weights, average_attn_weights=False)
+            return self.self_attn(
+                h,
+                h,
+                h,
+                key_padding_mask=tgt_key_padding_mask,
+                attn_mask=tgt_mask,
+                is_causal=tgt_is_causal,
+                need_weights=need_weights,
+                average_attn_weights=False,
+            )
 
         def cross_attention(h):
-            return self.cross_attn(h, memory, memory, key_padding_mask=memory_key_padding_mask,
-                                   need_weights=need_weights, average_attn_weights=False)
+            return self.cross_attn(
+                h,
+                memory,
+                memory,
+                key_padding_mask=memory_key_padding_mask,
+                need_weights=need_weights,
+                average_attn_weights=False,
+            )
 
         x, self_weights = self.self_residual(x, self_attention)  # (B, T, E), (B, H, T, T)
         x, cross_weights = self.cross_residual(x, cross_attention)  # (B, T, E), (B, H, T, S)
         x, _ = self.ff_residual(x, lambda h: (self.feed_forward(h), None))
         return x, self_weights, cross_weights
 
-    def step(self, x: Tensor, cache: KeyValues, cross: KeyValues,
-             memory_key_padding_mask: Tensor | None = None) -> tuple[Tensor, KeyValues, Tensor]:
+    def step(
+        self, x: Tensor, cache: KeyValues, cross: KeyValues, memory_key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, KeyValues, Tensor]:
         """:meth:`forward` for one new position ``x (B, 1, E)``: its key and value join ``cache``
         (no mask needed: every cached position comes before it); ``cross`` holds the encoder
         output's keys and values. Returns ``(B, 1, E)``, the longer cache, cross weights ``(B, H, 1, S)``."""
+
         def self_attention(h):
             new = project_heads(self.self_attn, h, h)  # (B, H, 1, D) each
             kv = KeyValues(torch.cat([cache.keys, new.keys], 2), torch.cat([cache.values, new.values], 2))
@@ -327,9 +416,15 @@ class DecoderLayer(nn.Module):
         _check_torch_layer(self, layer)
         self.self_attn.load_torch_weights(layer.self_attn)
         self.cross_attn.load_torch_weights(layer.multihead_attn)
-        _copy_linears_and_norms(self, layer, [(self.self_residual.norm, layer.norm1),
-                                              (self.cross_residual.norm, layer.norm2),
-                                              (self.ff_residual.norm, layer.norm3)])
+        _copy_linears_and_norms(
+            self,
+            layer,
+            [
+                (self.self_residual.norm, layer.norm1),
+                (self.cross_residual.norm, layer.norm2),
+                (self.ff_residual.norm, layer.norm3),
+            ],
+        )
         return self
 
 
@@ -378,15 +473,18 @@ class Transformer(SequenceModel):
         self.cfg = cfg
         E, H, Fd, p = cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout
         self.src_embed = nn.Embedding(cfg.src_vocab, E, padding_idx=cfg.pad_id)
-        self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab, E,
-                                                                                   padding_idx=cfg.pad_id)
+        self.tgt_embed = (
+            self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab, E, padding_idx=cfg.pad_id)
+        )
         self.positions = PositionalEncoding(E, cfg.max_len, learned=cfg.positional == "learned")  # both sides
         self.dropout = nn.Dropout(p)  # on embeddings + positions (§5.4)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(E, H, Fd, p, cfg.norm_first, cfg.fused)
-                                            for _ in range(cfg.encoder_layers))
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(E, H, Fd, p, cfg.norm_first, cfg.fused) for _ in range(cfg.encoder_layers)
+        )
         self.encoder_norm = nn.LayerNorm(E)  # after the stack, as nn.Transformer has
-        self.decoder_layers = nn.ModuleList(DecoderLayer(E, H, Fd, p, cfg.norm_first, cfg.fused)
-                                            for _ in range(cfg.decoder_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(E, H, Fd, p, cfg.norm_first, cfg.fused) for _ in range(cfg.decoder_layers)
+        )
         self.decoder_norm = nn.LayerNorm(E)
         self.output = nn.Linear(E, cfg.tgt_vocab)  # the pre-softmax linear transformation
         self._reset_parameters()
@@ -401,7 +499,7 @@ class Transformer(SequenceModel):
                 if p.dim() > 1:
                     nn.init.xavier_uniform_(p)
         for embed in [self.src_embed] + ([] if self.cfg.share_embeddings else [self.tgt_embed]):
-            nn.init.normal_(embed.weight, std=self.cfg.d_model ** -0.5)
+            nn.init.normal_(embed.weight, std=self.cfg.d_model**-0.5)
             with torch.no_grad():
                 embed.weight[self.cfg.pad_id].zero_()
 
@@ -409,8 +507,9 @@ class Transformer(SequenceModel):
         """``Dropout(Embedding(tokens)·√E + PE)`` (§3.4, §3.5, §5.4): ``(B, L)`` -> ``(B, L, E)``."""
         return self.dropout(self.positions(table(tokens) * math.sqrt(self.cfg.d_model), start))
 
-    def encoder_stack(self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False
-                      ) -> tuple[Tensor, list]:
+    def encoder_stack(
+        self, x: Tensor, padding: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, list]:
         """The N encoder layers and the final LayerNorm: ``x (B, S, E)``, padding ``(B, S)`` True = pad
         -> states ``(B, S, E)`` and the per-layer self-attention weights ``(B, H, S, S)``."""
         maps = []
@@ -419,26 +518,30 @@ class Transformer(SequenceModel):
             maps.append(weights)
         return self.encoder_norm(x), maps
 
-    def decoder_stack(self, y: Tensor, memory: Tensor, memory_padding: Tensor | None = None,
-                      need_weights: bool = False) -> tuple[Tensor, list, list]:
+    def decoder_stack(
+        self, y: Tensor, memory: Tensor, memory_padding: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, list, list]:
         """The N decoder layers (causal) and the final LayerNorm: ``y (B, T, E)``, memory ``(B, S, E)``
         -> ``(B, T, E)``, self weights ``(B, H, T, T)`` and cross weights ``(B, H, T, S)`` per layer."""
         self_maps, cross_maps = [], []
         for layer in self.decoder_layers:
-            y, self_w, cross_w = layer(y, memory, memory_key_padding_mask=memory_padding, tgt_is_causal=True,
-                                       need_weights=need_weights)
+            y, self_w, cross_w = layer(
+                y, memory, memory_key_padding_mask=memory_padding, tgt_is_causal=True, need_weights=need_weights
+            )
             self_maps.append(self_w)
             cross_maps.append(cross_w)
         return self.decoder_norm(y), self_maps, cross_maps
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
-                return_attention: bool = False) -> TransformerOutput:
+    def forward(
+        self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, return_attention: bool = False
+    ) -> TransformerOutput:
         """Teacher forcing, every target position at once (the causal mask keeps it honest)."""
         self._check_inputs(src, src_lengths, tgt_in)
         padding = ~lengths_to_mask(src_lengths, src.shape[1])  # (B, S), True = padding
         memory, enc_maps = self.encoder_stack(self.embed(src, self.src_embed), padding, return_attention)
-        hidden, self_maps, cross_maps = self.decoder_stack(self.embed(tgt_in, self.tgt_embed), memory, padding,
-                                                           return_attention)
+        hidden, self_maps, cross_maps = self.decoder_stack(
+            self.embed(tgt_in, self.tgt_embed), memory, padding, return_attention
+        )
         logits = self.output(hidden)  # (B, T, V)
         if not return_attention:
             return TransformerOutput(logits, None)
@@ -453,9 +556,10 @@ class Transformer(SequenceModel):
         states, _ = self.encoder_stack(self.embed(src, self.src_embed), ~mask)  # (B, S, E)
         B, H, D = src.shape[0], self.cfg.num_heads, self.cfg.d_model // self.cfg.num_heads
         empty = states.new_zeros(B, H, 0, D)  # (B, H, 0, D) nothing fed yet
-        state = TransformerState(self_attn=[KeyValues(empty, empty) for _ in self.decoder_layers],
-                                 cross_attn=[project_heads(layer.cross_attn, states, states)
-                                             for layer in self.decoder_layers])
+        state = TransformerState(
+            self_attn=[KeyValues(empty, empty) for _ in self.decoder_layers],
+            cross_attn=[project_heads(layer.cross_attn, states, states) for layer in self.decoder_layers],
+        )
         return Encoded(EncoderMemory(states, mask, src_lengths), state)
 
     def step(self, y_prev: Tensor, state: TransformerState, memory: EncoderMemory) -> Step:
@@ -491,12 +595,14 @@ class Transformer(SequenceModel):
         theirs = (len(model.encoder.layers), len(model.decoder.layers))
         mine = (len(self.encoder_layers), len(self.decoder_layers))
         if theirs != mine:
-            raise ValueError(f"cannot copy this nn.Transformer: (encoder, decoder) layers = {theirs}, "
-                             f"this model has {mine}")
+            raise ValueError(
+                f"cannot copy this nn.Transformer: (encoder, decoder) layers = {theirs}, this model has {mine}"
+            )
         if model.encoder.norm is None or model.decoder.norm is None:
             raise ValueError("cannot copy this nn.Transformer: it has no final encoder/decoder norm")
-        for ours, other in zip([*self.encoder_layers, *self.decoder_layers],
-                               [*model.encoder.layers, *model.decoder.layers]):
+        for ours, other in zip(
+            [*self.encoder_layers, *self.decoder_layers], [*model.encoder.layers, *model.decoder.layers]
+        ):
             ours.load_torch_weights(other)
         for ours, other in ((self.encoder_norm, model.encoder.norm), (self.decoder_norm, model.decoder.norm)):
             ours.weight.copy_(other.weight)
@@ -513,11 +619,10 @@ def noam_schedule(d_model: int, warmup: int = 4000) -> Callable[[int], float]:
     Steps count from 1; ``LambdaLR`` asks for step 0 before the first update, which gets step 1's rate.
     """
     if d_model < 1 or warmup < 1:
-        raise ValueError(f"noam_schedule needs d_model >= 1 and warmup >= 1; got d_model={d_model}, "
-                         f"warmup={warmup}")
+        raise ValueError(f"noam_schedule needs d_model >= 1 and warmup >= 1; got d_model={d_model}, warmup={warmup}")
 
     def factor(step: int) -> float:
         step = max(step, 1)
-        return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
     return factor

@@ -23,6 +23,7 @@ metrics      the numbers, as the command lays them out
 notes        optional: anything a reader of the record must know
 ============ ==================================================================
 """
+
 from __future__ import annotations
 
 import datetime
@@ -38,9 +39,24 @@ import torch
 from .. import __version__
 from ..provenance import code_stamp
 
-__all__ = ["RESULTS_DIR", "SCHEMA_VERSION", "KEYS", "record_result", "load_result", "list_results",
-           "validate_result", "environment", "PartialRuns", "mean_sd", "beyond_spread", "difference", "model_path",
-           "variant_seed_keys", "pieces_status", "run_missing"]
+__all__ = [
+    "RESULTS_DIR",
+    "SCHEMA_VERSION",
+    "KEYS",
+    "record_result",
+    "load_result",
+    "list_results",
+    "validate_result",
+    "environment",
+    "PartialRuns",
+    "mean_sd",
+    "beyond_spread",
+    "difference",
+    "model_path",
+    "variant_seed_keys",
+    "pieces_status",
+    "run_missing",
+]
 
 RESULTS_DIR = Path(__file__).parent
 
@@ -49,6 +65,8 @@ def model_path(record: str, variant: str, directory: str | Path | None = None) -
     """Where a recorded run keeps the trained seed-0 model of ``variant`` beside the record
     ``record`` (``<directory>/models/<record>-<variant>-seed0.pt``), for a notebook's explorer."""
     return Path(directory or RESULTS_DIR) / "models" / f"{record}-{variant}-seed0.pt"
+
+
 SCHEMA_VERSION = 1
 #: key -> (allowed types, required)
 KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
@@ -87,8 +105,9 @@ def validate_result(record: Any, name: str | None = None) -> None:
             if required:
                 problems.append(f"missing key {key!r}")
         elif not isinstance(record[key], types) or isinstance(record[key], bool):
-            problems.append(f"{key!r} is a {type(record[key]).__name__}, expected "
-                            f"{' or '.join(t.__name__ for t in types)}")
+            problems.append(
+                f"{key!r} is a {type(record[key]).__name__}, expected {' or '.join(t.__name__ for t in types)}"
+            )
     problems += [f"unknown key {k!r}" for k in record if k not in KEYS]
     if problems:
         raise ValueError(f"result {name or record.get('name')!r} does not follow the schema: " + "; ".join(problems))
@@ -127,31 +146,58 @@ def validate_result(record: Any, name: str | None = None) -> None:
 
 def environment(device: torch.device | str = "cpu") -> tuple[dict, dict]:
     """``(versions, machine)`` of this process, as a record stores them."""
-    versions = {"attention": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
-                "python": platform.python_version()}
+    versions = {
+        "attention": __version__,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+    }
     try:
         import sacrebleu  # optional: only the translation runs need it
+
         versions["sacrebleu"] = sacrebleu.__version__
     except ImportError:  # pragma: no cover
         pass
     device = torch.device(device)
-    machine = {"device": device.type, "threads": torch.get_num_threads(),
-               "processor": platform.processor() or platform.machine()}
+    machine = {
+        "device": device.type,
+        "threads": torch.get_num_threads(),
+        "processor": platform.processor() or platform.machine(),
+    }
     if device.type == "cuda":
         machine["gpu"] = torch.cuda.get_device_name(device)
     return versions, machine
 
 
-def record_result(name: str, *, command: str, recipe: dict, seeds: list[int], metrics: dict,
-                  wall_seconds: float | None, device: torch.device | str = "cpu",
-                  notes: str | None = None, directory: str | Path | None = None, write: bool = True) -> dict:
+def record_result(
+    name: str,
+    *,
+    command: str,
+    recipe: dict,
+    seeds: list[int],
+    metrics: dict,
+    wall_seconds: float | None,
+    device: torch.device | str = "cpu",
+    notes: str | None = None,
+    directory: str | Path | None = None,
+    write: bool = True,
+) -> dict:
     """Validate and write ``<directory>/<name>.json`` (default: the package's results folder);
     ``write=False`` only builds and validates the record."""
     versions, machine = environment(device)
-    record = {"schema": SCHEMA_VERSION, "name": name, "command": command, "recipe": recipe,
-              "seeds": list(seeds), "versions": versions, "machine": machine, "code": code_stamp(),
-              "wall_seconds": None if wall_seconds is None else round(wall_seconds, 1),
-              "created": datetime.date.today().isoformat(), "metrics": metrics}
+    record = {
+        "schema": SCHEMA_VERSION,
+        "name": name,
+        "command": command,
+        "recipe": recipe,
+        "seeds": list(seeds),
+        "versions": versions,
+        "machine": machine,
+        "code": code_stamp(),
+        "wall_seconds": None if wall_seconds is None else round(wall_seconds, 1),
+        "created": datetime.date.today().isoformat(),
+        "metrics": metrics,
+    }
     if notes:
         record["notes"] = notes
     record = json.loads(json.dumps(record))  # exactly what a reader will load (tuples -> lists ...)
@@ -171,8 +217,10 @@ def load_result(name: str, directory: str | Path | None = None) -> dict:
     path = Path(directory or RESULTS_DIR) / f"{name}.json"
     if not path.exists():
         known = ", ".join(list_results(directory)) or "none"
-        raise FileNotFoundError(f"no recorded result {path} (recorded: {known}); "
-                                "`python -m attention --help` lists the commands that record them")
+        raise FileNotFoundError(
+            f"no recorded result {path} (recorded: {known}); "
+            "`python -m attention --help` lists the commands that record them"
+        )
     record = json.loads(path.read_text())
     validate_result(record, name)
     return record
@@ -207,8 +255,13 @@ class PartialRuns:
     partial file can go.
     """
 
-    def __init__(self, name: str, recipe: dict, directory: str | Path | None = None,
-                 reuse: Callable[[dict, dict], bool] | None = None):
+    def __init__(
+        self,
+        name: str,
+        recipe: dict,
+        directory: str | Path | None = None,
+        reuse: Callable[[dict, dict], bool] | None = None,
+    ):
         self.path = Path(directory or RESULTS_DIR) / "partial" / f"{name}.jsonl"
         self.recipe = json.loads(json.dumps(recipe))
         self._rows: dict[str, dict] = {}
@@ -271,8 +324,13 @@ def pieces_status(done: PartialRuns, keys: list[str]) -> dict[str, list[str]]:
     return {"done": [k for k in keys if k in done], "missing": [k for k in keys if k not in done]}
 
 
-def run_missing(done: PartialRuns, keys: list[str], run_one: Callable[[str, int], dict], progress: bool = False,
-                reverse: bool = False) -> list[dict] | None:
+def run_missing(
+    done: PartialRuns,
+    keys: list[str],
+    run_one: Callable[[str, int], dict],
+    progress: bool = False,
+    reverse: bool = False,
+) -> list[dict] | None:
     """Run ``run_one(variant, seed)`` for every ``"<variant>/seed<s>"`` key that ``done`` lacks
     (``reverse``: from the last backwards, for a second process), keeping each result as it lands.
     Returns every run as ``{"variant", "seed", **result}`` once all keys are done, else None."""

@@ -14,6 +14,7 @@ reads), together with the best AER any single layer-and-head map reaches. The se
 is kept beside the record (:func:`alignment_model_path`) for the playground. The run is declared as
 a :class:`~attention.studies.base.Study` (``STUDY``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,9 +34,14 @@ from .comparison import COMPARISON, match_transformer, transformer_config
 
 __all__ = ["ALIGNMENT", "head_aers", "alignment_model_path", "STUDY", "STUDIES"]
 
-ALIGNMENT = {"seeds": [0, 1, 2], "variants": ["transformer"], "reference": "bahdanau-additive",
-             **{k: CONVERGED[k] for k in ("dates_n", "dates_hidden_dim", "batch_size", "window", "dates_patience")},
-             "max_epochs": CONVERGED["max_epochs"]["dates"], "transformer": COMPARISON["transformer"]}
+ALIGNMENT = {
+    "seeds": [0, 1, 2],
+    "variants": ["transformer"],
+    "reference": "bahdanau-additive",
+    **{k: CONVERGED[k] for k in ("dates_n", "dates_hidden_dim", "batch_size", "window", "dates_patience")},
+    "max_epochs": CONVERGED["max_epochs"]["dates"],
+    "transformer": COMPARISON["transformer"],
+}
 
 
 @torch.no_grad()
@@ -45,11 +51,13 @@ def head_aers(model, data, pairs=None) -> dict[str, float]:
     model.eval()
     device = next(model.parameters()).device
     batch = collate(list(pairs), data.src_vocab, data.tgt_vocab).to(device)
-    maps = model(batch.src, batch.src_lengths, batch.tgt_in, return_attention=True).maps.cross  # [(B, H, T, S)] per layer
+    maps = model(
+        batch.src, batch.src_lengths, batch.tgt_in, return_attention=True
+    ).maps.cross  # [(B, H, T, S)] per layer
     out = {}
     for layer, m in enumerate(maps, start=1):
         for head in range(m.shape[1]):
-            links = [attention_links(m[i, head, :len(p.tgt), :len(p.src)].cpu()) for i, p in enumerate(pairs)]
+            links = [attention_links(m[i, head, : len(p.tgt), : len(p.src)].cpu()) for i, p in enumerate(pairs)]
             out[f"layer{layer}/head{head + 1}"] = aer(links, [p.sure for p in pairs], [p.possible for p in pairs])
     return out
 
@@ -72,26 +80,53 @@ def _run(study: Study, piece: Piece, shared: dict, device):
     torch.manual_seed(seed)
     t = recipe["transformer"]
     model = build("transformer", transformer_config(data, d_model, recipe)).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], seed=seed, device=device,
-                  progress=False, patience=recipe["dates_patience"], lr=t["lr"], warmup=t["warmup"],
-                  betas=tuple(t["betas"]), loss=functools.partial(data.loss, label_smoothing=t["label_smoothing"]))
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["dates_patience"],
+        lr=t["lr"],
+        warmup=t["warmup"],
+        betas=tuple(t["betas"]),
+        loss=functools.partial(data.loss, label_smoothing=t["label_smoothing"]),
+    )
     heads = head_aers(model, data)
-    row = {"accuracy": exact_match(model, data), "aer": alignment_error_rate(model, data),
-           "aer_aligned": alignment_error_rate(model, data, aligned_only=True),
-           "best_head_aer": min(heads.values()), "best_head": min(heads, key=heads.get),
-           **training_row(history, model, valid="bleu"), "d_model": d_model}
+    row = {
+        "accuracy": exact_match(model, data),
+        "aer": alignment_error_rate(model, data),
+        "aer_aligned": alignment_error_rate(model, data, aligned_only=True),
+        "best_head_aer": min(heads.values()),
+        "best_head": min(heads, key=heads.get),
+        **training_row(history, model, valid="bleu"),
+        "d_model": d_model,
+    }
     return row, model
 
 
 def _summarise(study: Study, runs: list[dict], shared) -> dict:
-    cell = summarise_variants(runs, ("accuracy", "aer", "aer_aligned", "best_head_aer", "best_epoch",
-                                     "epochs_run"))["transformer"]
-    cell |= {"best_heads": [r["best_head"] for r in runs], "reference_parameters": shared()["target"],
-             "d_model": shared()["d_model"]}
+    cell = summarise_variants(runs, ("accuracy", "aer", "aer_aligned", "best_head_aer", "best_epoch", "epochs_run"))[
+        "transformer"
+    ]
+    cell |= {
+        "best_heads": [r["best_head"] for r in runs],
+        "reference_parameters": shared()["target"],
+        "d_model": shared()["d_model"],
+    }
     return {"summary": {"transformer": cell}, "runs": runs}
 
 
-STUDY = Study("transformer-alignment", "alignment",
-              "chapter 10: the Transformer's cross-attention as word alignment on the dates, 3 seeds",
-              ALIGNMENT, _run, _summarise, data=_data, keep=("transformer",))
+STUDY = Study(
+    "transformer-alignment",
+    "alignment",
+    "chapter 10: the Transformer's cross-attention as word alignment on the dates, 3 seeds",
+    ALIGNMENT,
+    _run,
+    _summarise,
+    data=_data,
+    keep=("transformer",),
+)
 STUDIES = [STUDY]

@@ -27,6 +27,7 @@ execution, ``<notebook>/<capability>/seed<s>`` and ``<notebook>/broken`` (``--on
 runs one notebook's); each piece executes its notebook in the process that runs it (a Dask worker
 under ``--workers``), the environment variables set for that execution only.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,18 @@ import torch
 
 from .base import Piece, Study
 
-__all__ = ["NUMBER", "cell_bands", "cell_broken", "compare_banded", "banded_values", "capabilities",
-           "banded_cells", "BANDS", "STUDY", "STUDIES"]
+__all__ = [
+    "NUMBER",
+    "cell_bands",
+    "cell_broken",
+    "compare_banded",
+    "banded_values",
+    "capabilities",
+    "banded_cells",
+    "BANDS",
+    "STUDY",
+    "STUDIES",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -116,9 +127,11 @@ def compare_banded(reference: str, executed: str, bands: list[dict]) -> str | No
         for k, i in enumerate(decimals):
             a, b = _parse(ref_nums[i]), _parse(test_nums[i])
             if not _is_decimal(test_nums[i]) or abs(a - b) > limits[k] + 1e-12:
-                return (f"line {number}: {test_nums[i]} is outside the band {ref_nums[i]} ± {limits[k]} "
-                        f"(declared in the cell's metadata, measured in the record {BANDS['record']!r})\n"
-                        f"  committed: {ref}\n  executed:  {test}")
+                return (
+                    f"line {number}: {test_nums[i]} is outside the band {ref_nums[i]} ± {limits[k]} "
+                    f"(declared in the cell's metadata, measured in the record {BANDS['record']!r})\n"
+                    f"  committed: {ref}\n  executed:  {test}"
+                )
     return None
 
 
@@ -134,8 +147,11 @@ def banded_values(text: str, bands: list[dict], reference: str | None = None) ->
 
 
 def _stdout(cell) -> str:
-    return "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
-                   for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return "".join(
+        o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
 
 
 def _code_cells(nb) -> list:
@@ -145,6 +161,7 @@ def _code_cells(nb) -> list:
 def banded_cells(notebooks: list[Path] | None = None) -> list[tuple[Path, int, dict]]:
     """``(notebook, code cell number, cell)`` of every cell that declares bands."""
     import nbformat
+
     found = []
     for path in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -169,6 +186,7 @@ def _execute(path: Path, env: dict, patches: list[tuple[int, str, str]] = ()):
     kernel with ``env`` added to the environment."""
     import nbformat
     from nbclient import NotebookClient
+
     nb = nbformat.read(path, as_version=4)
     for number, old, new in patches:
         cell = _code_cells(nb)[number]
@@ -176,8 +194,9 @@ def _execute(path: Path, env: dict, patches: list[tuple[int, str, str]] = ()):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(nb, timeout=900, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -231,8 +250,10 @@ def _run(study: Study, piece: Piece, data, device) -> dict:
     broken = []
     for number, cell in entries:
         if cell_broken(cell) is None:
-            raise ValueError(f"{path.name}, code cell {number}: a banded cell declares 'broken', "
-                             "the replacement that shows a broken run falls outside its band")
+            raise ValueError(
+                f"{path.name}, code cell {number}: a banded cell declares 'broken', "
+                "the replacement that shows a broken run falls outside its band"
+            )
         broken.append((number, *cell_broken(cell)))
     corpora = Path(os.environ.get("ATTENTION_DATA_DIR") or Path.home() / ".cache" / "attention-nlp")
     env = {"ATTENTION_DEVICE": "cpu", "ATTENTION_DATA_DIR": str(corpora)}
@@ -288,27 +309,47 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
                 for seed in study.recipe["seeds"]:
                     text = done[f"{path.stem}/{cap}/seed{seed}"]["stdout"][str(number)]
                     values = banded_values(text, bands, reference)
-                    measured[f"{cap}/seed{seed}"] = {"stdout": text, "values": values,
-                                                 "matches": compare_banded(reference, text, bands)}
+                    measured[f"{cap}/seed{seed}"] = {
+                        "stdout": text,
+                        "values": values,
+                        "matches": compare_banded(reference, text, bands),
+                    }
                     for i, (row, ref_row) in enumerate(zip(values, committed)):
                         for j, (v, r) in enumerate(zip(row, ref_row)):
                             worst[i][j] = max(worst[i][j], round(abs(v - r), 6))
             broken = done[f"{path.stem}/broken"]["stdout"][str(number)]
             cells[f"{path.stem}/{number}"] = {
-                "notebook": path.name, "cell": number, "bands": copy.deepcopy(bands), "committed": committed,
-                "largest_deviation": worst, "runs": measured,
-                "broken": {"replace": list(cell_broken(cell)), "stdout": broken,
-                           "values": banded_values(broken, bands, reference) if len(broken.splitlines()) ==
-                           len(reference.splitlines()) else None,
-                           "rejected_by": compare_banded(reference, broken, bands)}}
+                "notebook": path.name,
+                "cell": number,
+                "bands": copy.deepcopy(bands),
+                "committed": committed,
+                "largest_deviation": worst,
+                "runs": measured,
+                "broken": {
+                    "replace": list(cell_broken(cell)),
+                    "stdout": broken,
+                    "values": banded_values(broken, bands, reference)
+                    if len(broken.splitlines()) == len(reference.splitlines())
+                    else None,
+                    "rejected_by": compare_banded(reference, broken, bands),
+                },
+            }
     return {"cells": cells}
 
 
 STUDY = Study(
-    BANDS["record"], "bands", "the declared bands of the notebooks' live-training cells, measured",
-    dict(BANDS, capabilities=capabilities()), _run, _summarise, pieces=_pieces, stamp=_stamp, wall=_wall,
+    BANDS["record"],
+    "bands",
+    "the declared bands of the notebooks' live-training cells, measured",
+    dict(BANDS, capabilities=capabilities()),
+    _run,
+    _summarise,
+    pieces=_pieces,
+    stamp=_stamp,
+    wall=_wall,
     recorded=_recorded,
     notes="stdout of every banded cell under each CPU kernel setting (ATEN_CPU_CAPABILITY) and seed, each with "
-          "an empty model cache, and of the broken run; the largest deviation from the committed output per "
-          "decimal number")
+    "an empty model cache, and of the broken run; the largest deviation from the committed output per "
+    "decimal number",
+)
 STUDIES = [STUDY]

@@ -19,6 +19,7 @@ to summarise the finished pieces into the record's metrics. Everything else is w
 The helpers below (:func:`count_parameters` lives in :mod:`attention.models`; :func:`size_to_budget`,
 :func:`training_row`, :func:`summarise_variants`) are what the studies share.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,18 @@ from ..device import setup
 from ..models import count_parameters
 from ..results import PartialRuns, load_result, mean_sd, model_path, record_result
 
-__all__ = ["Piece", "Study", "variant_seed_pieces", "study_status", "run_study", "run_piece", "size_to_budget",
-           "training_row", "summarise_variants", "recorded_rows"]
+__all__ = [
+    "Piece",
+    "Study",
+    "variant_seed_pieces",
+    "study_status",
+    "run_study",
+    "run_piece",
+    "size_to_budget",
+    "training_row",
+    "summarise_variants",
+    "recorded_rows",
+]
 
 COMMAND = "python -m attention "
 
@@ -123,16 +134,20 @@ class Study:
         """The partial store of ``group``: ``partial/<name>[-<group>].jsonl``."""
         reuse = None
         if self.reuse is not None:
+
             def reuse(old: dict, row: dict) -> bool:
                 return self.reuse(self.recipe, group, old, row)
-        return PartialRuns(f"{self.name}-{group}" if group else self.name, self.stamp(self.recipe, group), directory,
-                           reuse)
+
+        return PartialRuns(
+            f"{self.name}-{group}" if group else self.name, self.stamp(self.recipe, group), directory, reuse
+        )
 
     def model_path(self, variant: str, directory: str | Path | None = None) -> Path:
         return model_path(self.kept_as or self.name, variant, directory)
 
 
 # --- the registry, read and written by this process only -------------------------------------------
+
 
 class _Done:
     """The finished pieces of a study: its record's rows (under the same recipe) and its partial files."""
@@ -162,8 +177,10 @@ def study_status(study: Study, directory: str | Path | None = None) -> dict[str,
     """``{"done", "missing"}``: the pieces' keys (``python -m attention <command> --status``)."""
     done = _Done(study, directory)
     pieces = study.pieces(study.recipe)
-    return {"done": [p.key for p in pieces if done.get(p) is not None],
-            "missing": [p.key for p in pieces if done.get(p) is None]}
+    return {
+        "done": [p.key for p in pieces if done.get(p) is not None],
+        "missing": [p.key for p in pieces if done.get(p) is None],
+    }
 
 
 _DATA: dict[tuple, Any] = {}
@@ -203,18 +220,29 @@ def _selected(pieces: list[Piece], only: Sequence[str] | None) -> list[Piece]:
         return pieces
     chosen = [p for p in pieces if any(fnmatch.fnmatchcase(p.key, pattern) for pattern in only)]
     if not chosen:
-        raise ValueError(f"--only {list(only)} matches no piece of the study; its pieces are e.g. "
-                         f"{[p.key for p in pieces[:4]]}")
+        raise ValueError(
+            f"--only {list(only)} matches no piece of the study; its pieces are e.g. {[p.key for p in pieces[:4]]}"
+        )
     return chosen
 
 
 def _print_row(key: str, row: dict) -> None:
-    print(key, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()
-                if not isinstance(v, (dict, list))}, flush=True)
+    print(
+        key,
+        {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items() if not isinstance(v, (dict, list))},
+        flush=True,
+    )
 
 
-def run_study(study: Study, directory: str | Path | None = None, workers: int = 1, scheduler: str | None = None,
-              only: Sequence[str] | None = None, progress: bool = False, write: bool = True) -> dict | None:
+def run_study(
+    study: Study,
+    directory: str | Path | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    only: Sequence[str] | None = None,
+    progress: bool = False,
+    write: bool = True,
+) -> dict | None:
     """Run the pieces of ``study`` the registry lacks (``only``: those whose keys match one of these
     glob patterns), keeping each as it lands; once every piece is done, build the record (written
     to ``directory``, default the package's results folder, unless ``write=False``) and return it;
@@ -251,9 +279,18 @@ def run_study(study: Study, directory: str | Path | None = None, workers: int = 
     runs = [{**p.fields, **done.get(p)} for p in pieces]
     device = setup(0)
     metrics = study.summarise(study, runs, lambda group="": _data(study, group))
-    return record_result(study.name, command=study.full_command, recipe=study.recipe, seeds=_seeds(study, pieces),
-                         metrics=metrics, wall_seconds=study.wall(runs), device=device, notes=study.notes,
-                         directory=directory, write=write)
+    return record_result(
+        study.name,
+        command=study.full_command,
+        recipe=study.recipe,
+        seeds=_seeds(study, pieces),
+        metrics=metrics,
+        wall_seconds=study.wall(runs),
+        device=device,
+        notes=study.notes,
+        directory=directory,
+        write=write,
+    )
 
 
 def _seeds(study: Study, pieces: list[Piece]) -> list[int]:
@@ -270,8 +307,10 @@ def _run_distributed(study: Study, pieces: list[Piece], land, workers: int, sche
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     try:
         with Client(scheduler or cluster) as client:
-            futures = {client.submit(run_piece, study, piece, key=f"{study.name}:{piece.key}", pure=False): piece
-                       for piece in pieces}
+            futures = {
+                client.submit(run_piece, study, piece, key=f"{study.name}:{piece.key}", pure=False): piece
+                for piece in pieces
+            }
             failed = []
             for future in as_completed(futures):
                 piece = futures[future]
@@ -282,8 +321,9 @@ def _run_distributed(study: Study, pieces: list[Piece], land, workers: int, sche
                     continue
                 land(piece, row, model)
             if failed:
-                raise RuntimeError(f"{len(failed)} of {len(pieces)} pieces failed (the others are kept):\n  "
-                                   + "\n  ".join(failed))
+                raise RuntimeError(
+                    f"{len(failed)} of {len(pieces)} pieces failed (the others are kept):\n  " + "\n  ".join(failed)
+                )
     finally:
         if cluster is not None:
             cluster.close()
@@ -291,8 +331,14 @@ def _run_distributed(study: Study, pieces: list[Piece], land, workers: int, sche
 
 # --- what the studies share ---------------------------------------------------------------------
 
-def size_to_budget(build: Callable[[int], nn.Module], target: int, candidates: Sequence[int],
-                   tolerance: float | None = None, what: str = "model") -> int:
+
+def size_to_budget(
+    build: Callable[[int], nn.Module],
+    target: int,
+    candidates: Sequence[int],
+    tolerance: float | None = None,
+    what: str = "model",
+) -> int:
     """The size among ``candidates`` whose model, ``build(size)``, has the parameter count closest to
     ``target`` (the first such size on a tie). ``tolerance``: raise ``ValueError`` when the best is
     further than that share of ``target``."""
@@ -303,8 +349,9 @@ def size_to_budget(build: Callable[[int], nn.Module], target: int, candidates: S
     if tolerance is not None:
         got = count_parameters(build(best))
         if abs(got - target) > tolerance * target:
-            raise ValueError(f"{what}: no hidden size within {tolerance:.0%} of {target} parameters "
-                             f"(best {best}: {got})")
+            raise ValueError(
+                f"{what}: no hidden size within {tolerance:.0%} of {target} parameters (best {best}: {got})"
+            )
     return best
 
 
@@ -314,17 +361,23 @@ def training_row(history, model: nn.Module | None = None, valid: str | None = No
     stopped, the training seconds and (given the model) its parameter count."""
     row = {}
     if valid is not None:
-        row[valid if valid.startswith("valid") else f"valid_{valid}"] = \
-            history.epochs[history.best_epoch - 1][valid if valid.startswith("valid") else f"valid_{valid}"]
-    row |= {"best_epoch": history.best_epoch, "epochs_run": len(history.epochs), "stopped": history.stopped,
-            "train_seconds": round(history.seconds, 1)}
+        row[valid if valid.startswith("valid") else f"valid_{valid}"] = history.epochs[history.best_epoch - 1][
+            valid if valid.startswith("valid") else f"valid_{valid}"
+        ]
+    row |= {
+        "best_epoch": history.best_epoch,
+        "epochs_run": len(history.epochs),
+        "stopped": history.stopped,
+        "train_seconds": round(history.seconds, 1),
+    }
     if model is not None:
         row["parameters"] = count_parameters(model)
     return row
 
 
-def summarise_variants(runs: list[dict], metrics: Sequence[str], by: str = "variant",
-                       values: Sequence[str] | None = None) -> dict[str, dict]:
+def summarise_variants(
+    runs: list[dict], metrics: Sequence[str], by: str = "variant", values: Sequence[str] | None = None
+) -> dict[str, dict]:
     """For each value of ``by`` (in the order of ``values``, default of the runs): ``mean_sd`` of every
     metric of its rows, their parameter count and whether every run converged (best epoch before
     the last)."""

@@ -19,6 +19,7 @@ the ordinary noise of stochastic gradient descent. The run is declared as a
 :class:`~attention.studies.base.Study` (``STUDY``); the seed-0 model of each kind is kept beside the
 record (:func:`captioner_path`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,14 +36,39 @@ from ..results import mean_sd, model_path
 from ..tasks.captions import CaptionData, alignment_hit, digit_captions
 from .base import Piece, Study, summarise_variants, training_row
 
-__all__ = ["CAPTIONS", "PAPER", "build_captioner", "captioner_path", "chance_alignment", "gradient_spread", "STUDY",
-           "STUDIES"]
+__all__ = [
+    "CAPTIONS",
+    "PAPER",
+    "build_captioner",
+    "captioner_path",
+    "chance_alignment",
+    "gradient_spread",
+    "STUDY",
+    "STUDIES",
+]
 
-CAPTIONS = {"arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2], "n_train": 6000, "n_valid": 1000,
-            "n_test": 1000, "height": 16, "width": 40, "n_digits": 3, "pools": 3, "doubly_stochastic": 0.01,
-            "entropy_weight": 0.01, "reward_weight": 1.0, "expectation_prob": 0.5, "tau": 1.0, "max_epochs": 40,
-            "patience": 5,
-            "batch_size": 32, "lr": 3e-3, "spread_samples": 64, "spread_batch": 32}
+CAPTIONS = {
+    "arms": ["soft", "hard", "gumbel"],
+    "seeds": [0, 1, 2],
+    "n_train": 6000,
+    "n_valid": 1000,
+    "n_test": 1000,
+    "height": 16,
+    "width": 40,
+    "n_digits": 3,
+    "pools": 3,
+    "doubly_stochastic": 0.01,
+    "entropy_weight": 0.01,
+    "reward_weight": 1.0,
+    "expectation_prob": 0.5,
+    "tau": 1.0,
+    "max_epochs": 40,
+    "patience": 5,
+    "batch_size": 32,
+    "lr": 3e-3,
+    "spread_samples": 64,
+    "spread_batch": 32,
+}
 
 #: Xu et al. (2015), Table 1: BLEU-4 on Flickr8k (photographs with five English captions each).
 PAPER = {"Flickr8k, BLEU-4": {"soft": 19.5, "hard": 21.3}}
@@ -54,11 +80,24 @@ def build_captioner(data: CaptionData, attention: str, recipe: dict | None = Non
     recipe = recipe or CAPTIONS
     torch.manual_seed(seed)
     v = data.vocab
-    return build("show-attend-tell", dict(
-        vocab=len(v), attention=attention, pad_id=v.pad_id, bos_id=v.bos_id, eos_id=v.eos_id,
-        image_height=recipe["height"], image_width=recipe["width"], doubly_stochastic=recipe["doubly_stochastic"],
-        entropy_weight=recipe["entropy_weight"], reward_weight=recipe["reward_weight"], tau=recipe["tau"],
-        pools=recipe["pools"], expectation_prob=recipe["expectation_prob"]))
+    return build(
+        "show-attend-tell",
+        dict(
+            vocab=len(v),
+            attention=attention,
+            pad_id=v.pad_id,
+            bos_id=v.bos_id,
+            eos_id=v.eos_id,
+            image_height=recipe["height"],
+            image_width=recipe["width"],
+            doubly_stochastic=recipe["doubly_stochastic"],
+            entropy_weight=recipe["entropy_weight"],
+            reward_weight=recipe["reward_weight"],
+            tau=recipe["tau"],
+            pools=recipe["pools"],
+            expectation_prob=recipe["expectation_prob"],
+        ),
+    )
 
 
 def chance_alignment(data: CaptionData, grid: tuple[int, int], examples=None) -> float:
@@ -94,8 +133,10 @@ def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int
     device = next(model.parameters()).device
     torch.manual_seed(seed)
     batch = data.collate(data.valid[:batch_size]).to(device)
-    out = {"hard, baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=True),
-           "hard, no baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=False)}
+    out = {
+        "hard, baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=True),
+        "hard, no baseline": gradient_variance(model, batch.images, batch.captions, samples, baseline=False),
+    }
     soft = copy.deepcopy(model)
     soft.cfg = dataclasses.replace(soft.cfg, attention="soft")  # same weights, soft attention
     soft.train()
@@ -106,8 +147,14 @@ def gradient_spread(model, data: CaptionData, samples: int = 64, batch_size: int
 
 
 def _data(recipe: dict, group: str = "") -> CaptionData:
-    return digit_captions(n_train=recipe["n_train"], n_valid=recipe["n_valid"], n_test=recipe["n_test"],
-                          height=recipe["height"], width=recipe["width"], n_digits=recipe["n_digits"])
+    return digit_captions(
+        n_train=recipe["n_train"],
+        n_valid=recipe["n_valid"],
+        n_test=recipe["n_test"],
+        height=recipe["height"],
+        width=recipe["width"],
+        n_digits=recipe["n_digits"],
+    )
 
 
 def captioner_path(attention: str, directory: str | Path | None = None) -> Path:
@@ -124,8 +171,17 @@ def _run(study: Study, piece: Piece, data: CaptionData, device):
     recipe, attention, seed = study.recipe, piece.variant, piece.seed
     setup(seed)
     model = build_captioner(data, attention, recipe, seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     kept = copy.deepcopy(model).cpu()  # the trained model, before the gradient measurements below draw on it
     report = data.evaluate(model)
     row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
@@ -138,20 +194,40 @@ def _run(study: Study, piece: Piece, data: CaptionData, device):
 def _summarise(study: Study, runs: list[dict], data) -> dict:
     recipe = study.recipe
     rows = [{**r, "arm": r["key"].split("/")[0]} for r in runs]
-    summary = summarise_variants(rows, ("exact_match", "bleu", "digit_accuracy", "alignment", "best_epoch"), by="arm",
-                                 values=recipe["arms"])
+    summary = summarise_variants(
+        rows, ("exact_match", "bleu", "digit_accuracy", "alignment", "best_epoch"), by="arm", values=recipe["arms"]
+    )
     hard = [r["gradient_spread"] for r in rows if r["arm"] == "hard"]
     spread = {k: {m: mean_sd([h[k][m] for h in hard]) for m in ("mean_variance", "mean_sq_grad")} for k in hard[0]}
     data = data()
     grid = build_captioner(data, "soft", recipe).grid
-    return {"data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test), "grid": list(grid),
-                     "chance_alignment": chance_alignment(data, grid)},
-            "summary": summary, "gradient_spread": spread, "paper": PAPER, "runs": runs}
+    return {
+        "data": {
+            "train": len(data.train),
+            "valid": len(data.valid),
+            "test": len(data.test),
+            "grid": list(grid),
+            "chance_alignment": chance_alignment(data, grid),
+        },
+        "summary": summary,
+        "gradient_spread": spread,
+        "paper": PAPER,
+        "runs": runs,
+    }
 
 
 STUDY = Study(
-    "soft-hard-captions", "captions", "chapter 8: soft, hard and Gumbel attention captioning rows of digits",
-    CAPTIONS, _run, _summarise, data=_data, pieces=_pieces, keep=tuple(CAPTIONS["arms"]), kept_as="captions",
+    "soft-hard-captions",
+    "captions",
+    "chapter 8: soft, hard and Gumbel attention captioning rows of digits",
+    CAPTIONS,
+    _run,
+    _summarise,
+    data=_data,
+    pieces=_pieces,
+    keep=tuple(CAPTIONS["arms"]),
+    kept_as="captions",
     notes="wall_seconds adds up the training time of every run; paper = Xu et al. (2015), Table 1, BLEU-4 on "
-          "Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)")
+    "Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)",
+)
 STUDIES = [STUDY]

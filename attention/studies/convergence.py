@@ -11,6 +11,7 @@ run under ``metrics["models"][model]["runs"][seed]``; chapter 3 reads it with
 :func:`attention.results.load_result`, so building the book does not retrain. The run is declared
 as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
+
 from __future__ import annotations
 
 from ..experiments import build_model, evaluate, fit, hsk_data, join_pairs
@@ -34,8 +35,11 @@ def _pieces(recipe: dict) -> list[Piece]:
 def _recorded(study: Study, record: dict) -> dict[str, dict]:
     """The record keeps each run under ``metrics["models"][model]["runs"][str(seed)]``."""
     models = record["metrics"].get("models") or {}
-    return {p.key: models[p.variant]["runs"][str(p.seed)] for p in study.pieces(study.recipe)
-            if str(p.seed) in models.get(p.variant, {}).get("runs", {})}
+    return {
+        p.key: models[p.variant]["runs"][str(p.seed)]
+        for p in study.pieces(study.recipe)
+        if str(p.seed) in models.get(p.variant, {}).get("runs", {})
+    }
 
 
 def _data(recipe: dict, group: str):
@@ -45,15 +49,31 @@ def _data(recipe: dict, group: str):
 def _run(study: Study, piece: Piece, data, device) -> dict:
     recipe, seed = study.recipe, piece.seed
     model = build_model(data, attention=MODELS[piece.variant], seed=seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], lr=recipe["lr"], batch_size=recipe["batch_size"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        lr=recipe["lr"],
+        batch_size=recipe["batch_size"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     report = evaluate(model, data)
     joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
-    return {"bleu": report["bleu"].score, "signature": report["bleu"].signature,
-            "by_length": report["by_length"], "joined_bleu": joined,
-            "epochs_run": len(history.epochs), "best_epoch": history.best_epoch,
-            "train_seconds": round(history.seconds, 1), "stopped": history.stopped,
-            "parameters": count_parameters(model), "history": history.epochs}
+    return {
+        "bleu": report["bleu"].score,
+        "signature": report["bleu"].signature,
+        "by_length": report["by_length"],
+        "joined_bleu": joined,
+        "epochs_run": len(history.epochs),
+        "best_epoch": history.best_epoch,
+        "train_seconds": round(history.seconds, 1),
+        "stopped": history.stopped,
+        "parameters": count_parameters(model),
+        "history": history.epochs,
+    }
 
 
 def _summarise(study: Study, runs: list[dict], data) -> dict:
@@ -63,20 +83,37 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
         seeds = [r["seed"] for r in runs if r["variant"] == name]
         buckets = [row["bucket"] for row in mine[0]["by_length"]]
         models[name] = {
-            "bleu": mean_sd([r["bleu"] for r in mine]), "signature": mine[0]["signature"],
-            "by_length": [{"bucket": b, "n": mine[0]["by_length"][i]["n"],
-                           "bleu": mean_sd([r["by_length"][i]["bleu"] for r in mine])} for i, b in enumerate(buckets)],
+            "bleu": mean_sd([r["bleu"] for r in mine]),
+            "signature": mine[0]["signature"],
+            "by_length": [
+                {
+                    "bucket": b,
+                    "n": mine[0]["by_length"][i]["n"],
+                    "bleu": mean_sd([r["by_length"][i]["bleu"] for r in mine]),
+                }
+                for i, b in enumerate(buckets)
+            ],
             "joined_bleu": {k: mean_sd([r["joined_bleu"][k] for r in mine]) for k in ("2", "3")},
             "best_epoch": mean_sd([r["best_epoch"] for r in mine]),
             "epochs_run": mean_sd([r["epochs_run"] for r in mine]),
             "train_seconds": mean_sd([r["train_seconds"] for r in mine]),
             "parameters": mine[0]["parameters"],
             "converged": all(r["best_epoch"] < r["epochs_run"] for r in mine),
-            "runs": {str(s): r for s, r in zip(seeds, mine)}}
+            "runs": {str(s): r for s, r in zip(seeds, mine)},
+        }
     return {"models": models}
 
 
-STUDY = Study("hsk-convergence", "convergence", "chapter 3: both models trained to early stopping, 3 seeds",
-              CONVERGENCE, _run, _summarise, data=_data, pieces=_pieces, recorded=_recorded,
-              notes="wall_seconds adds up the training time of every model and seed")
+STUDY = Study(
+    "hsk-convergence",
+    "convergence",
+    "chapter 3: both models trained to early stopping, 3 seeds",
+    CONVERGENCE,
+    _run,
+    _summarise,
+    data=_data,
+    pieces=_pieces,
+    recorded=_recorded,
+    notes="wall_seconds adds up the training time of every model and seed",
+)
 STUDIES = [STUDY]

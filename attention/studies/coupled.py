@@ -13,6 +13,7 @@ words), and the rule's agreement with the hand-checked sample. The seed-0 couple
 is kept beside the record (:func:`attention.results.model_path`) for the chapter's explorer.
 The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,18 +36,39 @@ VARIANTS = {
 }
 #: Wang et al. (2017), Table 2: CMLA (coupled, two layers) on human-annotated SemEval reviews, F1 % of
 #: whole terms (exact spans), not of single words as here
-PAPER = {"SemEval-2014 restaurants": {"aspect": 85.29, "opinion": 83.18},
-         "SemEval-2014 laptops": {"aspect": 77.80, "opinion": 80.17},
-         "SemEval-2015 restaurants": {"aspect": 70.73, "opinion": 73.68}}
-COUPLED = {"seeds": [0, 1, 2], "variants": list(VARIANTS), "min_freq": 2, "silver": SILVER, "embed_dim": 64,
-           "hidden_dim": 32, "slices": 8, "rnn_dim": 32, "dropout": 0.3, "max_epochs": 60, "patience": 3,
-           "batch_size": 64, "lr": 4e-3}
+PAPER = {
+    "SemEval-2014 restaurants": {"aspect": 85.29, "opinion": 83.18},
+    "SemEval-2014 laptops": {"aspect": 77.80, "opinion": 80.17},
+    "SemEval-2015 restaurants": {"aspect": 70.73, "opinion": 73.68},
+}
+COUPLED = {
+    "seeds": [0, 1, 2],
+    "variants": list(VARIANTS),
+    "min_freq": 2,
+    "silver": SILVER,
+    "embed_dim": 64,
+    "hidden_dim": 32,
+    "slices": 8,
+    "rnn_dim": 32,
+    "dropout": 0.3,
+    "max_epochs": 60,
+    "patience": 3,
+    "batch_size": 64,
+    "lr": 4e-3,
+}
 
 
 def build_tagger(variant: str, data, recipe: dict = COUPLED, seed: int = 0):
     """The CMLA of ``variant`` for ``data``."""
-    cfg = dict(vocab=len(data.vocab), embed_dim=recipe["embed_dim"], hidden_dim=recipe["hidden_dim"],
-               slices=recipe["slices"], rnn_dim=recipe["rnn_dim"], dropout=recipe["dropout"], **VARIANTS[variant])
+    cfg = dict(
+        vocab=len(data.vocab),
+        embed_dim=recipe["embed_dim"],
+        hidden_dim=recipe["hidden_dim"],
+        slices=recipe["slices"],
+        rnn_dim=recipe["rnn_dim"],
+        dropout=recipe["dropout"],
+        **VARIANTS[variant],
+    )
     torch.manual_seed(seed)
     return build("cmla", cfg)
 
@@ -76,13 +98,29 @@ def _data(recipe: dict, group: str):
 def _run(study: Study, piece: Piece, data, device):
     recipe = study.recipe
     model = build_tagger(piece.variant, data, recipe, piece.seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=piece.seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=piece.seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     report = data.evaluate(model)
-    row = {"f1": report["f1"], "aspect_f1": report["aspect"]["f1"], "opinion_f1": report["opinion"]["f1"],
-           "aspect_precision": report["aspect"]["precision"], "aspect_recall": report["aspect"]["recall"],
-           "opinion_precision": report["opinion"]["precision"], "opinion_recall": report["opinion"]["recall"],
-           **training_row(history, model, valid="f1"), "attention_on_terms": attention_on_terms(report, data.test)}
+    row = {
+        "f1": report["f1"],
+        "aspect_f1": report["aspect"]["f1"],
+        "opinion_f1": report["opinion"]["f1"],
+        "aspect_precision": report["aspect"]["precision"],
+        "aspect_recall": report["aspect"]["recall"],
+        "opinion_precision": report["opinion"]["precision"],
+        "opinion_recall": report["opinion"]["recall"],
+        **training_row(history, model, valid="f1"),
+        "attention_on_terms": attention_on_terms(report, data.test),
+    }
     return row, model
 
 
@@ -92,17 +130,32 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
         rows = [r for r in runs if r["variant"] == v]
         cell["attention_on_terms"] = {
             k: {m: mean_sd([r["attention_on_terms"][k][m] for r in rows]) for m in ("attention", "share")}
-            for k in rows[0]["attention_on_terms"]}
+            for k in rows[0]["attention_on_terms"]
+        }
     data = data()
     tags = [t for e in data.train for t in e.tags]
-    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                 "vocab": len(data.vocab), "train_tokens": len(tags),
-                 "train_aspect_tokens": tags.count(KIND_TAGS["aspect"]),
-                 "train_opinion_tokens": tags.count(KIND_TAGS["opinion"]),
-                 "silver_agreement": silver_agreement(load_silver_aspects(), load_aspect_check())}
+    data_info = {
+        "name": data.name,
+        "train": len(data.train),
+        "valid": len(data.valid),
+        "test": len(data.test),
+        "vocab": len(data.vocab),
+        "train_tokens": len(tags),
+        "train_aspect_tokens": tags.count(KIND_TAGS["aspect"]),
+        "train_opinion_tokens": tags.count(KIND_TAGS["opinion"]),
+        "silver_agreement": silver_agreement(load_silver_aspects(), load_aspect_check()),
+    }
     return {"data": data_info, "summary": summary, "runs": runs}
 
 
-STUDY = Study("coupled-attention", "coupled", "chapter 4: coupled multi-layer attention for aspect and opinion terms",
-              COUPLED, _run, _summarise, data=_data, keep=("coupled-2",))
+STUDY = Study(
+    "coupled-attention",
+    "coupled",
+    "chapter 4: coupled multi-layer attention for aspect and opinion terms",
+    COUPLED,
+    _run,
+    _summarise,
+    data=_data,
+    keep=("coupled-2",),
+)
 STUDIES = [STUDY]

@@ -12,6 +12,7 @@ weights that keep the output within ``eps``; and how the weights rank the words 
 gradient. The seed-0 scalar classifier is kept beside the record (:func:`attention.results.model_path`)
 for the chapter's explorer. The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
+
 from __future__ import annotations
 
 from ..device import setup
@@ -27,9 +28,26 @@ from .multidim import VARIANTS as MULTIDIM_VARIANTS
 
 __all__ = ["FAITHFULNESS", "PERTURBATIONS", "train_classifier", "STUDY", "STUDIES"]
 
-FAITHFULNESS = {**{k: MULTIDIM[k] for k in ("corpus", "min_freq", "embed_dim", "hidden_dim", "attention_dim",
-                                            "dropout", "max_epochs", "patience", "batch_size", "lr")},
-                "seeds": [0, 1, 2], "variants": ["scalar", "features"], "eps": 0.01}
+FAITHFULNESS = {
+    **{
+        k: MULTIDIM[k]
+        for k in (
+            "corpus",
+            "min_freq",
+            "embed_dim",
+            "hidden_dim",
+            "attention_dim",
+            "dropout",
+            "max_epochs",
+            "patience",
+            "batch_size",
+            "lr",
+        )
+    },
+    "seeds": [0, 1, 2],
+    "variants": ["scalar", "features"],
+    "eps": 0.01,
+}
 
 PERTURBATIONS = ("permuted", "uniform", "without top", "adversarial")
 
@@ -38,8 +56,17 @@ def train_classifier(variant: str, data, recipe: dict, seed: int, device):
     """The classifier of ``variant`` trained as the recorded run trains it: ``(model, history)``."""
     setup(seed)
     model = build_intra(variant, data, recipe["hidden_dim"], recipe, seed, variants=MULTIDIM_VARIANTS).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     return model, history
 
 
@@ -52,10 +79,15 @@ def _run(study: Study, piece: Piece, data, device):
     model, history = train_classifier(piece.variant, data, recipe, piece.seed, device)
     report = perturbation_report(model, data, data.test, eps=recipe["eps"], seed=piece.seed)
     # the rows of this record never carried the reason training stopped (training_row's "stopped")
-    row = {"accuracy": data.evaluate(model)["accuracy"], "best_epoch": history.best_epoch,
-           "epochs_run": len(history.epochs), "train_seconds": round(history.seconds, 1),
-           "parameters": count_parameters(model), **{k: report[k] for k in PERTURBATIONS},
-           "attention_vs_gradient": report["attention_vs_gradient"]}
+    row = {
+        "accuracy": data.evaluate(model)["accuracy"],
+        "best_epoch": history.best_epoch,
+        "epochs_run": len(history.epochs),
+        "train_seconds": round(history.seconds, 1),
+        "parameters": count_parameters(model),
+        **{k: report[k] for k in PERTURBATIONS},
+        "attention_vs_gradient": report["attention_vs_gradient"],
+    }
     return row, model
 
 
@@ -71,7 +103,15 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
     return {"data": data_info, "summary": summary, "runs": runs}
 
 
-STUDY = Study("faithfulness", "faithfulness", "chapter 10: perturbed and adversarial attention weights, input x gradient",
-              FAITHFULNESS, _run, _summarise, data=_data, keep=("scalar",),
-              notes="wall_seconds adds up the training time of every run (the measurements are not in it)")
+STUDY = Study(
+    "faithfulness",
+    "faithfulness",
+    "chapter 10: perturbed and adversarial attention weights, input x gradient",
+    FAITHFULNESS,
+    _run,
+    _summarise,
+    data=_data,
+    keep=("scalar",),
+    notes="wall_seconds adds up the training time of every run (the measurements are not in it)",
+)
 STUDIES = [STUDY]

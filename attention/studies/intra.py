@@ -13,6 +13,7 @@ distinct words the rows' maxima pick) and how much of its attention falls on the
 sentiment lexicon, against the share of those words in the text. The run is declared as a
 :class:`~attention.studies.base.Study` (``STUDY``), which writes the record ``intra-attention``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,17 @@ from ..models.selfattentive import penalized_loss
 from ..tasks.classification import sentiment_data
 from .base import Piece, Study, size_to_budget, summarise_variants, training_row
 
-__all__ = ["INTRA", "VARIANTS", "build_intra", "match_hidden", "matched_hidden", "row_redundancy", "lexicon_mass",
-           "STUDY", "STUDIES"]
+__all__ = [
+    "INTRA",
+    "VARIANTS",
+    "build_intra",
+    "match_hidden",
+    "matched_hidden",
+    "row_redundancy",
+    "lexicon_mass",
+    "STUDY",
+    "STUDIES",
+]
 
 #: variant -> (registry name, config fields besides the sizes)
 VARIANTS = {
@@ -36,17 +46,35 @@ VARIANTS = {
     "bilstm-mean": ("bilstm-pooling", {"pool": "mean"}),
     "bilstm-max": ("bilstm-pooling", {"pool": "max"}),
 }
-INTRA = {"corpus": "vader", "min_freq": 2, "seeds": [0, 1, 2], "variants": list(VARIANTS), "reference": "lin+penalty",
-         "embed_dim": 64, "hidden_dim": 64, "rows": 4, "dropout": 0.3, "max_epochs": 20, "patience": 3,
-         "batch_size": 32, "lr": 2e-3}
+INTRA = {
+    "corpus": "vader",
+    "min_freq": 2,
+    "seeds": [0, 1, 2],
+    "variants": list(VARIANTS),
+    "reference": "lin+penalty",
+    "embed_dim": 64,
+    "hidden_dim": 64,
+    "rows": 4,
+    "dropout": 0.3,
+    "max_epochs": 20,
+    "patience": 3,
+    "batch_size": 32,
+    "lr": 2e-3,
+}
 
 
 def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0, variants: dict | None = None):
     """The model of ``variant`` (a key of ``variants``, default :data:`VARIANTS`) for ``data`` with
     hidden size ``hidden``."""
     name, extra = (variants or VARIANTS)[variant]
-    cfg = dict(vocab=len(data.vocab), classes=len(data.labels), embed_dim=recipe["embed_dim"], hidden_dim=hidden,
-               dropout=recipe["dropout"], **extra)
+    cfg = dict(
+        vocab=len(data.vocab),
+        classes=len(data.labels),
+        embed_dim=recipe["embed_dim"],
+        hidden_dim=hidden,
+        dropout=recipe["dropout"],
+        **extra,
+    )
     if name == "self-attentive":
         cfg["rows"] = recipe["rows"]
     if name == "attention-pooling":
@@ -58,8 +86,12 @@ def build_intra(variant: str, data, hidden: int, recipe: dict, seed: int = 0, va
 def match_hidden(variant: str, data, target: int, recipe: dict, variants: dict | None = None) -> int:
     """The hidden size (a multiple of 4, up to 4 × the recipe's) whose parameter count is closest to
     ``target`` (the smallest such size on a tie)."""
-    return size_to_budget(lambda h: build_intra(variant, data, h, recipe, variants=variants), target,
-                          range(8, 4 * recipe["hidden_dim"] + 1, 4), what=variant)
+    return size_to_budget(
+        lambda h: build_intra(variant, data, h, recipe, variants=variants),
+        target,
+        range(8, 4 * recipe["hidden_dim"] + 1, 4),
+        what=variant,
+    )
 
 
 def matched_hidden(data, recipe: dict, variants: dict | None = None) -> dict[str, int]:
@@ -95,33 +127,68 @@ def _run(study: Study, piece: Piece, shared: dict, device):
     recipe, data, lexicon = study.recipe, shared["data"], shared["lexicon"]
     variant, seed, hidden = piece.variant, piece.seed, shared["hidden"][piece.variant]
     model = build_intra(variant, data, hidden, recipe, seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"],
-                  loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None)
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+        loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None,
+    )
     report = data.evaluate(model)
     row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy"), "hidden_dim": hidden}
     if VARIANTS[variant][0] == "self-attentive":
         red = [row_redundancy(a["rows"], len(e.tokens)) for a, e in zip(report["attention"], data.test)]
         mass = [lexicon_mass(a["rows"], e.tokens, lexicon) for a, e in zip(report["attention"], data.test)]
         with_words = [(m, s) for m, s in mass if s > 0]  # sentences with at least one lexicon word
-        row |= {"row_overlap": sum(r[0] for r in red) / len(red),
-                "distinct_maxima": sum(r[1] for r in red) / len(red),
-                "lexicon_attention": sum(m for m, _ in with_words) / len(with_words),
-                "lexicon_share": sum(s for _, s in with_words) / len(with_words)}
+        row |= {
+            "row_overlap": sum(r[0] for r in red) / len(red),
+            "distinct_maxima": sum(r[1] for r in red) / len(red),
+            "lexicon_attention": sum(m for m, _ in with_words) / len(with_words),
+            "lexicon_share": sum(s for _, s in with_words) / len(with_words),
+        }
     return row
 
 
 def _summarise(study: Study, runs: list[dict], shared) -> dict:
-    summary = summarise_variants(runs, ("accuracy", "valid_accuracy", "best_epoch", "epochs_run", "row_overlap",
-                                        "distinct_maxima", "lexicon_attention", "lexicon_share"))
+    summary = summarise_variants(
+        runs,
+        (
+            "accuracy",
+            "valid_accuracy",
+            "best_epoch",
+            "epochs_run",
+            "row_overlap",
+            "distinct_maxima",
+            "lexicon_attention",
+            "lexicon_share",
+        ),
+    )
     for v, cell in summary.items():
         cell["hidden_dim"] = next(r["hidden_dim"] for r in runs if r["variant"] == v)
     data, lexicon = shared()["data"], shared()["lexicon"]
-    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                 "vocab": len(data.vocab), "lexicon": len(lexicon)}
+    data_info = {
+        "name": data.name,
+        "train": len(data.train),
+        "valid": len(data.valid),
+        "test": len(data.test),
+        "vocab": len(data.vocab),
+        "lexicon": len(lexicon),
+    }
     return {"data": data_info, "summary": summary, "runs": runs}
 
 
-STUDY = Study("intra-attention", "intra", "chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines",
-              INTRA, _run, _summarise, data=_data)
+STUDY = Study(
+    "intra-attention",
+    "intra",
+    "chapter 6: LSTMN, Lin et al.'s self-attention, pooling baselines",
+    INTRA,
+    _run,
+    _summarise,
+    data=_data,
+)
 STUDIES = [STUDY]

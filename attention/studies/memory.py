@@ -18,6 +18,7 @@ question's supporting facts; copy runs report bit and sequence accuracy for each
 Each record's rows carry their piece's ``key`` (``"task1/hops2/seed0"``, ``"supervised/passes3/seed1"``,
 ``"ntm/seed0"``); a record is written once all of its runs are.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,12 +35,37 @@ from ..tasks.copy import copy_data
 from ..tasks.qa import babi_data, gate_supervision_loss
 from .base import Piece, Study, summarise_variants, training_row
 
-__all__ = ["MEMORY", "DMN_RUNS", "NTM_RUNS", "PAPER", "build_memn2n", "build_dmn", "build_copy_model",
-           "copy_model_path", "HOPS_STUDY", "DMN_STUDY", "COPY_STUDY", "STUDIES"]
+__all__ = [
+    "MEMORY",
+    "DMN_RUNS",
+    "NTM_RUNS",
+    "PAPER",
+    "build_memn2n",
+    "build_dmn",
+    "build_copy_model",
+    "copy_model_path",
+    "HOPS_STUDY",
+    "DMN_STUDY",
+    "COPY_STUDY",
+    "STUDIES",
+]
 
-MEMORY = {"tasks": [1, 2, 3, 6], "hops": [1, 2, 3], "seeds": [0, 1, 2], "n_train": 10000, "n_test": 1000,
-          "embed_dim": 20, "memory_size": 50, "encoding": "position", "temporal": True, "tying": "adjacent",
-          "max_epochs": 30, "patience": 3, "batch_size": 32, "lr": 5e-3}
+MEMORY = {
+    "tasks": [1, 2, 3, 6],
+    "hops": [1, 2, 3],
+    "seeds": [0, 1, 2],
+    "n_train": 10000,
+    "n_test": 1000,
+    "embed_dim": 20,
+    "memory_size": 50,
+    "encoding": "position",
+    "temporal": True,
+    "tying": "adjacent",
+    "max_epochs": 30,
+    "patience": 3,
+    "batch_size": 32,
+    "lr": 5e-3,
+}
 
 #: Sukhbaatar et al. (2015), Table 1: test error (%) of MemN2N (PE LS RN) with 1, 2, 3 hops, bAbI 1k
 PAPER = {"task 2, bAbI 1k training questions, error %": {"1": 62.0, "2": 15.6, "3": 11.4}}
@@ -48,9 +74,19 @@ PAPER = {"task 2, bAbI 1k training questions, error %": {"1": 62.0, "2": 15.6, "
 def build_memn2n(data, hops: int, recipe: dict = MEMORY, seed: int = 0):
     """The memory network of ``recipe`` with ``hops`` hops for ``data``, initialised from ``seed``."""
     torch.manual_seed(seed)
-    return build("memn2n", dict(vocab=len(data.vocab), answers=len(data.answers), embed_dim=recipe["embed_dim"],
-                                hops=hops, memory_size=recipe["memory_size"], encoding=recipe["encoding"],
-                                temporal=recipe["temporal"], tying=recipe["tying"]))
+    return build(
+        "memn2n",
+        dict(
+            vocab=len(data.vocab),
+            answers=len(data.answers),
+            embed_dim=recipe["embed_dim"],
+            hops=hops,
+            memory_size=recipe["memory_size"],
+            encoding=recipe["encoding"],
+            temporal=recipe["temporal"],
+            tying=recipe["tying"],
+        ),
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -80,8 +116,12 @@ def _numbers(text: str) -> list[int]:
 
 def _hops_pieces(recipe: dict) -> list[Piece]:
     """``task<t>/hops<h>/seed<s>`` (seeds outer); the record's rows carry the key."""
-    return [Piece(f"task{t}/hops{h}/seed{s}", f"task{t}/hops{h}", s, {"key": f"task{t}/hops{h}/seed{s}"})
-            for s in recipe["seeds"] for t in recipe["tasks"] for h in recipe["hops"]]
+    return [
+        Piece(f"task{t}/hops{h}/seed{s}", f"task{t}/hops{h}", s, {"key": f"task{t}/hops{h}/seed{s}"})
+        for s in recipe["seeds"]
+        for t in recipe["tasks"]
+        for h in recipe["hops"]
+    ]
 
 
 def _run_hops(study: Study, piece: Piece, sets: _QASets, device) -> dict:
@@ -90,37 +130,81 @@ def _run_hops(study: Study, piece: Piece, sets: _QASets, device) -> dict:
     data = sets(task)
     setup(seed)
     model = build_memn2n(data, hops, recipe, seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     report = data.evaluate(model)
-    return {"accuracy": report["accuracy"], "support_hits": report["support_hits"],
-            **training_row(history, model, valid="accuracy")}
+    return {
+        "accuracy": report["accuracy"],
+        "support_hits": report["support_hits"],
+        **training_row(history, model, valid="accuracy"),
+    }
 
 
 def _reuse_if_stopped_early(recipe: dict, group: str, old: dict, result: dict) -> bool:
     """A piece recorded under a lower epoch cap that stopped early (patience) ran exactly the updates
     it would run under this recipe: reuse it."""
     rest = {k: v for k, v in old.items() if k != "max_epochs"}
-    return (rest == {k: v for k, v in recipe.items() if k != "max_epochs"}
-            and old.get("max_epochs", 0) <= recipe["max_epochs"]
-            and str(result.get("stopped", "")).startswith("early stopping"))
+    return (
+        rest == {k: v for k, v in recipe.items() if k != "max_epochs"}
+        and old.get("max_epochs", 0) <= recipe["max_epochs"]
+        and str(result.get("stopped", "")).startswith("early stopping")
+    )
 
 
 #: Dynamic memory networks with 1, 2, 3 passes on task 3 (three supporting facts), trained on the
 #: answers alone ("unsupervised") or also on the supporting facts, pass p -> the p-th listed
 #: ("supervised", Kumar et al.'s bAbI setting; :func:`attention.tasks.qa.gate_supervision_loss`).
-DMN_RUNS = {"task": 3, "passes": [1, 2, 3], "arms": ["unsupervised", "supervised"], "gate_weight": 1.0,
-            "seeds": [0, 1, 2], "n_train": 10000, "n_test": 1000,
-            "memory_size": 50, "embed_dim": 32, "hidden_dim": 64, "gate_dim": 64, "update": "relu",
-            "max_epochs": 40, "patience": 5, "batch_size": 32, "lr": 3e-3}
+DMN_RUNS = {
+    "task": 3,
+    "passes": [1, 2, 3],
+    "arms": ["unsupervised", "supervised"],
+    "gate_weight": 1.0,
+    "seeds": [0, 1, 2],
+    "n_train": 10000,
+    "n_test": 1000,
+    "memory_size": 50,
+    "embed_dim": 32,
+    "hidden_dim": 64,
+    "gate_dim": 64,
+    "update": "relu",
+    "max_epochs": 40,
+    "patience": 5,
+    "batch_size": 32,
+    "lr": 3e-3,
+}
 
 #: The copy task: an NTM and an LSTM baseline of about as many parameters, lengths 1-10 in
 #: training, longer ones only in the test.
-NTM_RUNS = {"models": ["ntm", "copy-lstm"], "seeds": [0, 1, 2], "bits": 8, "train_lengths": [1, 10],
-            "n_train": 10000, "n_valid": 256, "n_test": 256, "test_lengths": [20, 40, 80, 120],
-            "n_by_length": 128, "memory_slots": 128, "memory_width": 20, "controller_size": 100,
-            "lstm_hidden": 118, "max_epochs": 300, "ntm_max_epochs": 40, "patience": 10, "batch_size": 32, "lr": 1e-3,
-            "clip": 10.0}
+NTM_RUNS = {
+    "models": ["ntm", "copy-lstm"],
+    "seeds": [0, 1, 2],
+    "bits": 8,
+    "train_lengths": [1, 10],
+    "n_train": 10000,
+    "n_valid": 256,
+    "n_test": 256,
+    "test_lengths": [20, 40, 80, 120],
+    "n_by_length": 128,
+    "memory_slots": 128,
+    "memory_width": 20,
+    "controller_size": 100,
+    "lstm_hidden": 118,
+    "max_epochs": 300,
+    "ntm_max_epochs": 40,
+    "patience": 10,
+    "batch_size": 32,
+    "lr": 1e-3,
+    "clip": 10.0,
+}
 
 
 def build_dmn(data, passes: int, recipe: dict | None = None, seed: int = 0):
@@ -128,9 +212,18 @@ def build_dmn(data, passes: int, recipe: dict | None = None, seed: int = 0):
     ``data``, initialised from ``seed``."""
     recipe = recipe or DMN_RUNS
     torch.manual_seed(seed)
-    return build("dmn", dict(vocab=len(data.vocab), answers=len(data.answers), embed_dim=recipe["embed_dim"],
-                             hidden_dim=recipe["hidden_dim"], gate_dim=recipe["gate_dim"], passes=passes,
-                             update=recipe["update"]))
+    return build(
+        "dmn",
+        dict(
+            vocab=len(data.vocab),
+            answers=len(data.answers),
+            embed_dim=recipe["embed_dim"],
+            hidden_dim=recipe["hidden_dim"],
+            gate_dim=recipe["gate_dim"],
+            passes=passes,
+            update=recipe["update"],
+        ),
+    )
 
 
 def build_copy_model(kind: str, recipe: dict | None = None, seed: int = 0):
@@ -139,9 +232,16 @@ def build_copy_model(kind: str, recipe: dict | None = None, seed: int = 0):
     recipe = recipe or NTM_RUNS
     torch.manual_seed(seed)
     if kind == "ntm":
-        return build("ntm", dict(bits=recipe["bits"], memory_slots=recipe["memory_slots"],
-                                 memory_width=recipe["memory_width"], controller_size=recipe["controller_size"],
-                                 seed=seed))
+        return build(
+            "ntm",
+            dict(
+                bits=recipe["bits"],
+                memory_slots=recipe["memory_slots"],
+                memory_width=recipe["memory_width"],
+                controller_size=recipe["controller_size"],
+                seed=seed,
+            ),
+        )
     if kind == "copy-lstm":
         return build("copy-lstm", dict(bits=recipe["bits"], hidden=recipe["lstm_hidden"]))
     raise ValueError(f"kind must be one of {recipe['models']}; got {kind!r}")
@@ -150,9 +250,17 @@ def build_copy_model(kind: str, recipe: dict | None = None, seed: int = 0):
 def _copy_data(recipe: dict | None = None, group: str = ""):
     recipe = recipe or NTM_RUNS
     lo, hi = recipe["train_lengths"]
-    return copy_data(bits=recipe["bits"], min_len=lo, max_len=hi, n_train=recipe["n_train"],
-                     n_valid=recipe["n_valid"], n_test=recipe["n_test"], test_lengths=recipe["test_lengths"],
-                     n_by_length=recipe["n_by_length"], seed=0)
+    return copy_data(
+        bits=recipe["bits"],
+        min_len=lo,
+        max_len=hi,
+        n_train=recipe["n_train"],
+        n_valid=recipe["n_valid"],
+        n_test=recipe["n_test"],
+        test_lengths=recipe["test_lengths"],
+        n_by_length=recipe["n_by_length"],
+        seed=0,
+    )
 
 
 def _train(model, data, recipe: dict, seed: int, device, **options):
@@ -160,16 +268,32 @@ def _train(model, data, recipe: dict, seed: int, device, **options):
     validation metric at the best epoch as ``valid``)."""
     setup(seed)
     model = model.to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=seed, device=device, progress=False, patience=recipe["patience"], **options)
-    return model, {"valid": history.epochs[history.best_epoch - 1][f"valid_{data.metric}"],
-                   **training_row(history, model)}
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+        **options,
+    )
+    return model, {
+        "valid": history.epochs[history.best_epoch - 1][f"valid_{data.metric}"],
+        **training_row(history, model),
+    }
 
 
 def _dmn_pieces(recipe: dict) -> list[Piece]:
     """``<arm>/passes<p>/seed<s>`` (seeds outer); the record's rows carry the key."""
-    return [Piece(f"{a}/passes{p}/seed{s}", f"{a}/passes{p}", s, {"key": f"{a}/passes{p}/seed{s}"})
-            for s in recipe["seeds"] for a in recipe["arms"] for p in recipe["passes"]]
+    return [
+        Piece(f"{a}/passes{p}/seed{s}", f"{a}/passes{p}", s, {"key": f"{a}/passes{p}/seed{s}"})
+        for s in recipe["seeds"]
+        for a in recipe["arms"]
+        for p in recipe["passes"]
+    ]
 
 
 def _run_dmn(study: Study, piece: Piece, sets: _QASets, device) -> dict:
@@ -177,8 +301,9 @@ def _run_dmn(study: Study, piece: Piece, sets: _QASets, device) -> dict:
     arm, passes = piece.variant.split("/")
     data = sets(recipe["task"])
     loss = gate_supervision_loss(recipe["gate_weight"]) if arm == "supervised" else None
-    model, row = _train(build_dmn(data, _numbers(passes)[0], recipe, piece.seed), data, recipe, piece.seed, device,
-                        loss=loss)
+    model, row = _train(
+        build_dmn(data, _numbers(passes)[0], recipe, piece.seed), data, recipe, piece.seed, device, loss=loss
+    )
     report = data.evaluate(model)
     return {"accuracy": report["accuracy"], "support_hits": report["support_hits"], **row}
 
@@ -196,11 +321,14 @@ def _copy_pieces(recipe: dict) -> list[Piece]:
 def _run_copy(study: Study, piece: Piece, data, device):
     recipe, kind = study.recipe, piece.variant
     train = recipe | ({"max_epochs": recipe["ntm_max_epochs"]} if kind == "ntm" else {})  # an NTM epoch is slow
-    model, row = _train(build_copy_model(kind, recipe, piece.seed), data, train, piece.seed, device,
-                        clip=recipe["clip"])
+    model, row = _train(
+        build_copy_model(kind, recipe, piece.seed), data, train, piece.seed, device, clip=recipe["clip"]
+    )
     lengths = {"test": data.evaluate(model)} | {str(L): data.evaluate(model, length=L) for L in recipe["test_lengths"]}
-    return ({"by_length": {k: {m: v[m] for m in ("bit_accuracy", "sequence_accuracy")} for k, v in lengths.items()},
-             **row}, model)  # seed 0's model is kept (copy_model_path)
+    return (
+        {"by_length": {k: {m: v[m] for m in ("bit_accuracy", "sequence_accuracy")} for k, v in lengths.items()}, **row},
+        model,
+    )  # seed 0's model is kept (copy_model_path)
 
 
 @functools.lru_cache(maxsize=4)
@@ -214,15 +342,23 @@ def _reuse_copy_run(recipe: dict, group: str, old: dict, result: dict) -> bool:
     if old != {k: v for k, v in recipe.items() if k != "ntm_max_epochs"}:
         return False
     lstm = result.get("parameters") == _lstm_parameters(recipe["bits"], recipe["lstm_hidden"])
-    return lstm or (str(result.get("stopped", "")).startswith("early stopping")
-                    and result.get("epochs_run", 10 ** 9) <= recipe["ntm_max_epochs"])
+    return lstm or (
+        str(result.get("stopped", "")).startswith("early stopping")
+        and result.get("epochs_run", 10**9) <= recipe["ntm_max_epochs"]
+    )
 
 
 # --- the records --------------------------------------------------------------------------------
 
+
 def _data_info(d) -> dict:
-    return {"train": len(d.train), "valid": len(d.valid), "test": len(d.test), "vocab": len(d.vocab),
-            "answers": d.answers}
+    return {
+        "train": len(d.train),
+        "valid": len(d.valid),
+        "test": len(d.test),
+        "vocab": len(d.vocab),
+        "answers": d.answers,
+    }
 
 
 def _qa_summary(runs: list[dict], cells: list[str]) -> dict:
@@ -233,16 +369,18 @@ def _qa_summary(runs: list[dict], cells: list[str]) -> dict:
     for cell, out in summarise_variants(rows, ("accuracy", "best_epoch"), by="cell", values=cells).items():
         mine = [r for r in rows if r["cell"] == cell]
         reads = _numbers(cell)[-1]  # the cell's hops (passes)
-        summary[cell] = {"accuracy": out.pop("accuracy"),
-                         "support_hits": [mean_sd([r["support_hits"][k] for r in mine]) for k in range(reads)], **out}
+        summary[cell] = {
+            "accuracy": out.pop("accuracy"),
+            "support_hits": [mean_sd([r["support_hits"][k] for r in mine]) for k in range(reads)],
+            **out,
+        }
     return summary
 
 
 def _summarise_hops(study: Study, runs: list[dict], data) -> dict:
     recipe, sets = study.recipe, data()
     summary = _qa_summary(runs, [f"task{t}/hops{h}" for t in recipe["tasks"] for h in recipe["hops"]])
-    return {"data": {t: _data_info(sets(t)) for t in recipe["tasks"]}, "summary": summary, "paper": PAPER,
-            "runs": runs}
+    return {"data": {t: _data_info(sets(t)) for t in recipe["tasks"]}, "summary": summary, "paper": PAPER, "runs": runs}
 
 
 def _summarise_dmn(study: Study, runs: list[dict], data) -> dict:
@@ -254,27 +392,58 @@ def _summarise_dmn(study: Study, runs: list[dict], data) -> dict:
 def _summarise_copy(study: Study, runs: list[dict], data) -> dict:
     rows = [{**r, "model": r["key"].split("/")[0]} for r in runs]
     summary = {}
-    for m, out in summarise_variants(rows, ("best_epoch", "train_seconds"), by="model",
-                                     values=study.recipe["models"]).items():
+    for m, out in summarise_variants(
+        rows, ("best_epoch", "train_seconds"), by="model", values=study.recipe["models"]
+    ).items():
         mine = [r for r in rows if r["model"] == m]
-        summary[m] = {"by_length": {L: {metric: mean_sd([r["by_length"][L][metric] for r in mine])
-                                        for metric in ("bit_accuracy", "sequence_accuracy")}
-                                    for L in mine[0]["by_length"]}, **out}
+        summary[m] = {
+            "by_length": {
+                L: {
+                    metric: mean_sd([r["by_length"][L][metric] for r in mine])
+                    for metric in ("bit_accuracy", "sequence_accuracy")
+                }
+                for L in mine[0]["by_length"]
+            },
+            **out,
+        }
     return {"summary": summary, "runs": runs}
 
 
 HOPS_STUDY = Study(
-    "memory-hops", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
-    MEMORY, _run_hops, _summarise_hops, data=_qa_sets, pieces=_hops_pieces, reuse=_reuse_if_stopped_early,
+    "memory-hops",
+    "memory",
+    "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    MEMORY,
+    _run_hops,
+    _summarise_hops,
+    data=_qa_sets,
+    pieces=_hops_pieces,
+    reuse=_reuse_if_stopped_early,
     notes="wall_seconds adds up the training time of every run; paper = Sukhbaatar et al. (2015), Table 1, on "
-          "Facebook's bAbI with 1,000 training questions, not ours")
+    "Facebook's bAbI with 1,000 training questions, not ours",
+)
 DMN_STUDY = Study(
-    "dmn-passes", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
-    DMN_RUNS, _run_dmn, _summarise_dmn, data=_qa_sets, pieces=_dmn_pieces)
+    "dmn-passes",
+    "memory",
+    "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    DMN_RUNS,
+    _run_dmn,
+    _summarise_dmn,
+    data=_qa_sets,
+    pieces=_dmn_pieces,
+)
 COPY_STUDY = Study(
-    "ntm-copy", "memory", "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
-    NTM_RUNS, _run_copy, _summarise_copy, data=_copy_data, pieces=_copy_pieces, reuse=_reuse_copy_run,
+    "ntm-copy",
+    "memory",
+    "chapter 7: memory networks with 1-3 hops, a DMN with 1-3 passes, an NTM copying",
+    NTM_RUNS,
+    _run_copy,
+    _summarise_copy,
+    data=_copy_data,
+    pieces=_copy_pieces,
+    reuse=_reuse_copy_run,
     keep=tuple(NTM_RUNS["models"]),
     notes="by_length 'test' = the test split (lengths 1-10, as in training); the others: sequences of exactly "
-          "that length, never seen in training")
+    "that length, never seen in training",
+)
 STUDIES = [HOPS_STUDY, DMN_STUDY, COPY_STUDY]

@@ -14,6 +14,7 @@ sentence (1 for scalar attention, which shares one distribution) and how peaked 
 The seed-0 multi-dimensional model is kept beside the record (:func:`attention.results.model_path`)
 for the chapter's explorer. The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,9 +35,21 @@ VARIANTS = {
 #: Shen et al. (2018), DiSAN (multi-dimensional attention throughout), Table 3: five sentiment classes,
 #: not the two of this comparison, and a whole model, not a pooling ablation
 PAPER = {"SST-5 fine-grained sentiment, test accuracy %": {"DiSAN": 51.72}}
-MULTIDIM = {"corpus": "vader", "min_freq": 2, "seeds": [0, 1, 2], "variants": list(VARIANTS), "reference": "features",
-            "embed_dim": 64, "hidden_dim": 64, "attention_dim": 64, "dropout": 0.3, "max_epochs": 20, "patience": 3,
-            "batch_size": 32, "lr": 2e-3}
+MULTIDIM = {
+    "corpus": "vader",
+    "min_freq": 2,
+    "seeds": [0, 1, 2],
+    "variants": list(VARIANTS),
+    "reference": "features",
+    "embed_dim": 64,
+    "hidden_dim": 64,
+    "attention_dim": 64,
+    "dropout": 0.3,
+    "max_epochs": 20,
+    "patience": 3,
+    "batch_size": 32,
+    "lr": 2e-3,
+}
 
 
 def feature_spread(P: torch.Tensor, length: int) -> tuple[int, float]:
@@ -54,28 +67,53 @@ def _data(recipe: dict, group: str) -> dict:
 def _run(study: Study, piece: Piece, shared: dict, device):
     recipe, data, variant, hidden = study.recipe, shared["data"], piece.variant, shared["hidden"][piece.variant]
     model = build_intra(variant, data, hidden, recipe, piece.seed, variants=VARIANTS).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=piece.seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=piece.seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     report = data.evaluate(model)
     row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy"), "hidden_dim": hidden}
     if VARIANTS[variant][0] == "attention-pooling":
         spread = [feature_spread(a["features"], len(e.tokens)) for a, e in zip(report["attention"], data.test)]
-        row |= {"distinct_maxima": sum(d for d, _ in spread) / len(spread),
-                "peak_weight": sum(p for _, p in spread) / len(spread)}
+        row |= {
+            "distinct_maxima": sum(d for d, _ in spread) / len(spread),
+            "peak_weight": sum(p for _, p in spread) / len(spread),
+        }
     return row, model
 
 
 def _summarise(study: Study, runs: list[dict], shared) -> dict:
-    summary = summarise_variants(runs, ("accuracy", "valid_accuracy", "best_epoch", "epochs_run", "distinct_maxima",
-                                        "peak_weight"))
+    summary = summarise_variants(
+        runs, ("accuracy", "valid_accuracy", "best_epoch", "epochs_run", "distinct_maxima", "peak_weight")
+    )
     for v, cell in summary.items():
         cell["hidden_dim"] = next(r["hidden_dim"] for r in runs if r["variant"] == v)
     data = shared()["data"]
-    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                 "vocab": len(data.vocab)}
+    data_info = {
+        "name": data.name,
+        "train": len(data.train),
+        "valid": len(data.valid),
+        "test": len(data.test),
+        "vocab": len(data.vocab),
+    }
     return {"data": data_info, "summary": summary, "runs": runs}
 
 
-STUDY = Study("multidim-attention", "multidim", "chapter 4: multi-dimensional vs scalar attention vs mean pooling",
-              MULTIDIM, _run, _summarise, data=_data, keep=("features",))
+STUDY = Study(
+    "multidim-attention",
+    "multidim",
+    "chapter 4: multi-dimensional vs scalar attention vs mean pooling",
+    MULTIDIM,
+    _run,
+    _summarise,
+    data=_data,
+    keep=("features",),
+)
 STUDIES = [STUDY]

@@ -14,6 +14,7 @@ accuracy on the misspelt positions, on the other positions and on the rare (targ
 The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``), which writes the record
 ``nested-spelling``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -32,12 +33,38 @@ VARIANTS = {
     "word+char": {"char_level": True},
 }
 #: the recipe: data, sizes, training
-NESTED = {"n": 4000, "rate": 0.3, "heldout": 0.2, "min_freq": 2, "tgt_min_freq": 2, "max_len": 15, "data_seed": 0,
-          "seeds": [0, 1, 2], "variants": list(VARIANTS), "embed_dim": 48, "hidden_dim": 64, "char_embed_dim": 24,
-          "char_hidden_dim": 48, "dropout": 0.2, "max_epochs": 50, "patience": 6, "batch_size": 32, "lr": 3e-3}
+NESTED = {
+    "n": 4000,
+    "rate": 0.3,
+    "heldout": 0.2,
+    "min_freq": 2,
+    "tgt_min_freq": 2,
+    "max_len": 15,
+    "data_seed": 0,
+    "seeds": [0, 1, 2],
+    "variants": list(VARIANTS),
+    "embed_dim": 48,
+    "hidden_dim": 64,
+    "char_embed_dim": 24,
+    "char_hidden_dim": 48,
+    "dropout": 0.2,
+    "max_epochs": 50,
+    "patience": 6,
+    "batch_size": 32,
+    "lr": 3e-3,
+}
 #: the test numbers summarised over seeds
-METRICS = ("accuracy", "misspelt_accuracy", "kept_accuracy", "rare_word_accuracy", "exact_sentences",
-           "valid_accuracy", "best_epoch", "epochs_run", "train_seconds")
+METRICS = (
+    "accuracy",
+    "misspelt_accuracy",
+    "kept_accuracy",
+    "rare_word_accuracy",
+    "exact_sentences",
+    "valid_accuracy",
+    "best_epoch",
+    "epochs_run",
+    "train_seconds",
+)
 
 
 def build_nested(variant: str, data: SpellingData, recipe: dict, seed: int = 0) -> NestedSeq2Seq:
@@ -45,31 +72,62 @@ def build_nested(variant: str, data: SpellingData, recipe: dict, seed: int = 0) 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of {sorted(VARIANTS)}")
     torch.manual_seed(seed)
-    cfg = NestedConfig(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab), char_vocab=len(data.char_vocab),
-                       embed_dim=recipe["embed_dim"], hidden_dim=recipe["hidden_dim"],
-                       char_embed_dim=recipe["char_embed_dim"], char_hidden_dim=recipe["char_hidden_dim"],
-                       dropout=recipe["dropout"], **VARIANTS[variant])
+    cfg = NestedConfig(
+        src_vocab=len(data.src_vocab),
+        tgt_vocab=len(data.tgt_vocab),
+        char_vocab=len(data.char_vocab),
+        embed_dim=recipe["embed_dim"],
+        hidden_dim=recipe["hidden_dim"],
+        char_embed_dim=recipe["char_embed_dim"],
+        char_hidden_dim=recipe["char_hidden_dim"],
+        dropout=recipe["dropout"],
+        **VARIANTS[variant],
+    )
     return NestedSeq2Seq(cfg)
 
 
 def _data(recipe: dict, group: str = "") -> SpellingData:
-    return spelling_data(seed=recipe["data_seed"], n=recipe["n"], rate=recipe["rate"], heldout=recipe["heldout"],
-                         min_freq=recipe["min_freq"], tgt_min_freq=recipe["tgt_min_freq"], max_len=recipe["max_len"])
+    return spelling_data(
+        seed=recipe["data_seed"],
+        n=recipe["n"],
+        rate=recipe["rate"],
+        heldout=recipe["heldout"],
+        min_freq=recipe["min_freq"],
+        tgt_min_freq=recipe["tgt_min_freq"],
+        max_len=recipe["max_len"],
+    )
 
 
 def _run(study: Study, piece: Piece, data: SpellingData, device):
     recipe = study.recipe
     model = build_nested(piece.variant, data, recipe, piece.seed).to(device)
-    history = fit(model, data, epochs=recipe["max_epochs"], batch_size=recipe["batch_size"], lr=recipe["lr"],
-                  seed=piece.seed, device=device, progress=False, patience=recipe["patience"])
+    history = fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=piece.seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+    )
     report = data.evaluate(model)
-    return {"accuracy": report["accuracy"], "misspelt_accuracy": report["misspelt_accuracy"],
-            "kept_accuracy": report["kept_accuracy"], "rare_word_accuracy": report["rare_word_accuracy"],
-            "exact_sentences": report["exact_sentences"],
-            "n_words": report["n_words"], "n_misspelt": report["n_misspelt"], "n_rare_words": report["n_rare_words"],
-            **training_row(history, model, valid="accuracy"),
-            "examples": [{"source": list(e.src), "output": o, "target": list(e.tgt)}
-                         for e, o in zip(data.test[:5], report["outputs"][:5])]}
+    return {
+        "accuracy": report["accuracy"],
+        "misspelt_accuracy": report["misspelt_accuracy"],
+        "kept_accuracy": report["kept_accuracy"],
+        "rare_word_accuracy": report["rare_word_accuracy"],
+        "exact_sentences": report["exact_sentences"],
+        "n_words": report["n_words"],
+        "n_misspelt": report["n_misspelt"],
+        "n_rare_words": report["n_rare_words"],
+        **training_row(history, model, valid="accuracy"),
+        "examples": [
+            {"source": list(e.src), "output": o, "target": list(e.tgt)}
+            for e, o in zip(data.test[:5], report["outputs"][:5])
+        ],
+    }
 
 
 def _summarise(study: Study, runs: list[dict], data) -> dict:
@@ -78,14 +136,30 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
         cell["parameters"] = mean_sd([r["parameters"] for r in runs if r["variant"] == v])
     data = data()
     ms = [(w, e.tgt[i]) for e in data.train for i, w in enumerate(e.src) if e.misspelt[i]]
-    data_info = {"name": data.name, "train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                 "src_vocab": len(data.src_vocab), "tgt_vocab": len(data.tgt_vocab), "char_vocab": len(data.char_vocab),
-                 "train_misspelt": len(ms), "train_misspelt_oov": sum(w not in data.src_vocab for w, _ in ms),
-                 "test_words": runs[0]["n_words"], "test_misspelt": runs[0]["n_misspelt"],
-                 "test_rare_words": runs[0]["n_rare_words"]}
+    data_info = {
+        "name": data.name,
+        "train": len(data.train),
+        "valid": len(data.valid),
+        "test": len(data.test),
+        "src_vocab": len(data.src_vocab),
+        "tgt_vocab": len(data.tgt_vocab),
+        "char_vocab": len(data.char_vocab),
+        "train_misspelt": len(ms),
+        "train_misspelt_oov": sum(w not in data.src_vocab for w, _ in ms),
+        "test_words": runs[0]["n_words"],
+        "test_misspelt": runs[0]["n_misspelt"],
+        "test_rare_words": runs[0]["n_rare_words"],
+    }
     return {"data": data_info, "summary": summary, "runs": runs}
 
 
-STUDY = Study("nested-spelling", "nested", "chapter 5: word-level vs nested word/character attention, spelling",
-              NESTED, _run, _summarise, data=_data)
+STUDY = Study(
+    "nested-spelling",
+    "nested",
+    "chapter 5: word-level vs nested word/character attention, spelling",
+    NESTED,
+    _run,
+    _summarise,
+    data=_data,
+)
 STUDIES = [STUDY]

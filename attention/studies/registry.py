@@ -3,6 +3,7 @@
 A study module declares ``STUDIES``, a list of :class:`~attention.studies.base.Study`; listing the
 module here is all it takes for ``python -m attention <command>`` to run it.
 """
+
 from __future__ import annotations
 
 from . import (
@@ -24,8 +25,21 @@ from .base import Study
 
 __all__ = ["STUDIES", "MODULES", "commands", "selectors"]
 
-MODULES = (convergence, ablation, comparison, intra, han, nested, memory, captioning, multidim, coupled, faithfulness,
-           alignment, bands)
+MODULES = (
+    convergence,
+    ablation,
+    comparison,
+    intra,
+    han,
+    nested,
+    memory,
+    captioning,
+    multidim,
+    coupled,
+    faithfulness,
+    alignment,
+    bands,
+)
 #: record name -> study
 STUDIES: dict[str, Study] = {s.name: s for m in MODULES for s in m.STUDIES}
 

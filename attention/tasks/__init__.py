@@ -16,6 +16,7 @@
 A new task (question answering, captioning) subclasses :class:`Task` in a file of its own here;
 ``CONTRIBUTING.md`` ("Adding a task") says what each method must do.
 """
+
 from .base import Task, fingerprint_tokens
 from .classification import SENTIMENT_CORPORA, ClassificationBatch, ClassificationData, Example, sentiment_data
 from .copy import CopyData, copy_data
@@ -24,10 +25,56 @@ from .qa import QABatch, QAData, babi_data
 from .spelling import SpellingData, spelling_data
 from .captions import CaptionBatch, CaptionData, digit_captions
 from .tagging import TaggingBatch, TaggingData, aspect_data
-from .translation import (Translated, TranslationData, alignment_error_rate, attention_links, dates_data,
-                          decode_steps, ding_data, forced_attention, hsk_data, join_pairs, sequence_loss, translate)
+from .translation import (
+    Translated,
+    TranslationData,
+    alignment_error_rate,
+    attention_links,
+    dates_data,
+    decode_steps,
+    ding_data,
+    forced_attention,
+    hsk_data,
+    join_pairs,
+    sequence_loss,
+    translate,
+)
 
-__all__ = ["TaggingBatch", "TaggingData", "aspect_data", "CaptionBatch", "CaptionData", "digit_captions", "SENTIMENT_CORPORA", "ClassificationBatch", "ClassificationData", "CopyData", "DocumentBatch", "DocumentData",
-           "Example", "QABatch", "QAData", "SpellingData", "babi_data", "copy_data", "document_data", "documents_batch", "spelling_data", "Task", "Translated", "TranslationData",
-           "alignment_error_rate", "attention_links", "dates_data", "decode_steps", "ding_data", "fingerprint_tokens",
-           "forced_attention", "hsk_data", "join_pairs", "sentiment_data", "sequence_loss", "translate"]
+__all__ = [
+    "TaggingBatch",
+    "TaggingData",
+    "aspect_data",
+    "CaptionBatch",
+    "CaptionData",
+    "digit_captions",
+    "SENTIMENT_CORPORA",
+    "ClassificationBatch",
+    "ClassificationData",
+    "CopyData",
+    "DocumentBatch",
+    "DocumentData",
+    "Example",
+    "QABatch",
+    "QAData",
+    "SpellingData",
+    "babi_data",
+    "copy_data",
+    "document_data",
+    "documents_batch",
+    "spelling_data",
+    "Task",
+    "Translated",
+    "TranslationData",
+    "alignment_error_rate",
+    "attention_links",
+    "dates_data",
+    "decode_steps",
+    "ding_data",
+    "fingerprint_tokens",
+    "forced_attention",
+    "hsk_data",
+    "join_pairs",
+    "sentiment_data",
+    "sequence_loss",
+    "translate",
+]

@@ -13,6 +13,7 @@ A task holds its splits (``train``, ``valid``, ``test``) and answers five questi
 * :meth:`Task.fingerprint`: plain data that identifies the task's data exactly (name, seed,
   sizes, hashes of the examples and vocabularies) -- part of a cached model's key.
 """
+
 from __future__ import annotations
 
 import hashlib

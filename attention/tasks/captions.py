@@ -22,6 +22,7 @@ The contract with a captioning model (``attention/models/captioner.py``):
     data = digit_captions()               # 6,000 / 1,000 / 1,000 canvases of 3 digits
     data.evaluate(model)["exact_match"]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -62,8 +63,12 @@ def alignment_hit(weights: Tensor, box, grid: tuple[int, int], height: int, widt
     gh, gw = grid
     r, c = divmod(int(weights.argmax()), gw)
     top, left, bottom, right = box
-    return (r * height / gh < bottom and top < (r + 1) * height / gh
-            and c * width / gw < right and left < (c + 1) * width / gw)
+    return (
+        r * height / gh < bottom
+        and top < (r + 1) * height / gh
+        and c * width / gw < right
+        and left < (c + 1) * width / gw
+    )
 
 
 @dataclass
@@ -90,13 +95,13 @@ class CaptionData(Task):
         boxes = torch.full((B, n, 4), -1, dtype=torch.long)
         for b, e in enumerate(examples):
             ids = self.vocab.encode(caption(e), add_bos_eos=True)
-            captions[b, :len(ids)] = torch.tensor(ids)
-            boxes[b, :len(e)] = torch.tensor(e.boxes, dtype=torch.long)
+            captions[b, : len(ids)] = torch.tensor(ids)
+            boxes[b, : len(e)] = torch.tensor(e.boxes, dtype=torch.long)
         return CaptionBatch(images, captions, boxes, torch.tensor([len(e) for e in examples]))
 
     def _batches(self, examples: Sequence[DigitImage], batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
-            yield self.collate([examples[j] for j in order[i:i + batch_size]])
+            yield self.collate([examples[j] for j in order[i : i + batch_size]])
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         g = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -119,8 +124,13 @@ class CaptionData(Task):
         return self.vocab.decode(row), steps
 
     @torch.no_grad()
-    def evaluate(self, model: nn.Module, examples: Sequence[DigitImage] | None = None,
-                 batch_size: int = 128, max_len: int | None = None) -> dict:
+    def evaluate(
+        self,
+        model: nn.Module,
+        examples: Sequence[DigitImage] | None = None,
+        batch_size: int = 128,
+        max_len: int | None = None,
+    ) -> dict:
         """Greedy captions of ``examples`` (default: the test split), scored.
 
         Returns a dict with ``exact_match`` (share of captions entirely right), ``bleu`` (corpus
@@ -141,7 +151,7 @@ class CaptionData(Task):
         hyps, maps, exact, right, positions, hits, steps_aligned = [], [], 0, 0, 0, 0, 0
         hyp_text, ref_text = [], []
         for i in range(0, len(examples), batch_size):
-            chunk = examples[i:i + batch_size]
+            chunk = examples[i : i + batch_size]
             batch = self.collate(chunk).to(device)
             tokens, attention = model.generate(batch.images, max_len)  # (B, T'), (B, T', G)
             if attention.shape[-1] != gh * gw:
@@ -162,9 +172,16 @@ class CaptionData(Task):
                 hyp_text.append(" ".join(words) + "." * ended)  # detokenized: sacreBLEU splits off the "."
                 ref_text.append(" ".join(ref) + ".")
         n = len(examples)
-        return {"exact_match": exact / max(n, 1), "bleu": corpus_bleu(hyp_text, ref_text).score if n else 0.0,
-                "digit_accuracy": right / max(positions, 1), "alignment": hits / max(steps_aligned, 1),
-                "alignment_steps": steps_aligned, "n": n, "hypotheses": hyps, "attention": maps}
+        return {
+            "exact_match": exact / max(n, 1),
+            "bleu": corpus_bleu(hyp_text, ref_text).score if n else 0.0,
+            "digit_accuracy": right / max(positions, 1),
+            "alignment": hits / max(steps_aligned, 1),
+            "alignment_steps": steps_aligned,
+            "n": n,
+            "hypotheses": hyps,
+            "attention": maps,
+        }
 
     def validation_metric(self, model: nn.Module) -> float:
         return self.evaluate(model, self.valid)["exact_match"]
@@ -173,21 +190,36 @@ class CaptionData(Task):
         def key(examples):
             return [(e.sources, e.boxes) for e in examples]
 
-        return {"task": "captions", "name": self.name, "seed": self.seed, "height": self.height,
-                "width": self.width, "n_digits": self.n_digits,
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens(key(self.train), key(self.valid), key(self.test)),
-                "vocab": fingerprint_tokens(self.vocab.itos)}
+        return {
+            "task": "captions",
+            "name": self.name,
+            "seed": self.seed,
+            "height": self.height,
+            "width": self.width,
+            "n_digits": self.n_digits,
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(key(self.train), key(self.valid), key(self.test)),
+            "vocab": fingerprint_tokens(self.vocab.itos),
+        }
 
 
-def digit_captions(n_train: int = 6000, n_valid: int = 1000, n_test: int = 1000, seed: int = 0,
-                   height: int = 16, width: int = 40, n_digits: int | tuple[int, int] = 3,
-                   cache_dir=None) -> CaptionData:
+def digit_captions(
+    n_train: int = 6000,
+    n_valid: int = 1000,
+    n_test: int = 1000,
+    seed: int = 0,
+    height: int = 16,
+    width: int = 40,
+    n_digits: int | tuple[int, int] = 3,
+    cache_dir=None,
+) -> CaptionData:
     """Canvases of real UCI digits (:mod:`attention.data.digits`) to caption: each split is composed
     from its own pool of digit images (70 / 15 / 15 % of the 1,797, stratified), so the validation
     and test canvases hold only digit images never seen in training."""
     images, labels = load_digits(cache_dir)
     pools = split_pools(labels, seed)
-    splits = [compose_split(images, labels, pools[name], n, seed * 3 + i, height, width, n_digits)
-              for i, (name, n) in enumerate([("train", n_train), ("valid", n_valid), ("test", n_test)])]
+    splits = [
+        compose_split(images, labels, pools[name], n, seed * 3 + i, height, width, n_digits)
+        for i, (name, n) in enumerate([("train", n_train), ("valid", n_valid), ("test", n_test)])
+    ]
     return CaptionData("digits-captions", *splits, caption_vocab(), height, width, n_digits, seed)

@@ -10,6 +10,7 @@ of sentences, a story with a question) subclasses :class:`ClassificationData` an
 
     data = sentiment_data("rotten_tomatoes")   # real sentence sentiment, split 80/10/10
 """
+
 from __future__ import annotations
 
 import random
@@ -72,7 +73,7 @@ class ClassificationData(Task):
         S = max(len(x) for x in ids)
         tokens = torch.zeros(len(ids), S, dtype=torch.long)
         for i, x in enumerate(ids):
-            tokens[i, :len(x)] = torch.tensor(x)
+            tokens[i, : len(x)] = torch.tensor(x)
         labels = [e.label for e in examples]
         bad = [y for y in labels if not 0 <= y < len(self.labels)]
         if bad:
@@ -85,7 +86,7 @@ class ClassificationData(Task):
 
     def _batches(self, examples: Sequence, batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
-            yield self.collate([examples[j] for j in order[i:i + batch_size]])
+            yield self.collate([examples[j] for j in order[i : i + batch_size]])
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         order = list(range(len(self.train)))
@@ -113,23 +114,33 @@ class ClassificationData(Task):
             for i in range(len(batch.labels)):
                 attention.append({k: v[i].cpu() for k, v in out.attention.items()})
         correct = sum(p == e.label for p, e in zip(predictions, examples))
-        return {"accuracy": correct / max(len(examples), 1), "n": len(examples),
-                "predictions": predictions, "attention": attention}
+        return {
+            "accuracy": correct / max(len(examples), 1),
+            "n": len(examples),
+            "predictions": predictions,
+            "attention": attention,
+        }
 
     def fingerprint(self) -> dict:
-        return {"task": "classification", "name": self.name, "seed": self.seed,
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens([(e.tokens, e.label) for e in self.train],
-                                               [(e.tokens, e.label) for e in self.valid]),
-                "vocab": fingerprint_tokens(self.vocab.itos, self.labels)}
+        return {
+            "task": "classification",
+            "name": self.name,
+            "seed": self.seed,
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(
+                [(e.tokens, e.label) for e in self.train], [(e.tokens, e.label) for e in self.valid]
+            ),
+            "vocab": fingerprint_tokens(self.vocab.itos, self.labels),
+        }
 
 
 # The sentence-sentiment corpora (attention/data/sentiment.py), by the name sentiment_data takes.
 SENTIMENT_CORPORA = {"rotten_tomatoes": load_rotten_tomatoes, "vader": load_vader_movie_snippets}
 
 
-def sentiment_data(corpus: str = "rotten_tomatoes", seed: int = 0, min_freq: int = 2,
-                   cache_dir: str | None = None) -> ClassificationData:
+def sentiment_data(
+    corpus: str = "rotten_tomatoes", seed: int = 0, min_freq: int = 2, cache_dir: str | None = None
+) -> ClassificationData:
     """Sentence sentiment (``CONTRIBUTING.md``, "Data"), split 80/10/10 with ``seed``.
 
     ``corpus``: ``"rotten_tomatoes"`` (12,751 review snippets, fresh / rotten) or ``"vader"``

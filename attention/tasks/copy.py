@@ -21,6 +21,7 @@ on every rerun; :func:`copy_data` also builds test sets of lengths beyond the tr
 (``test_lengths``), the point of the task: does the learned program generalise to longer
 sequences? ``CONTRIBUTING.md``, "Adding a task", says what each method of :class:`Task` does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,8 +78,8 @@ def copy_batch(sequences: Sequence[Tensor]) -> CopyBatch:
         L = s.shape[0]
         inputs[b, :L, :O] = s  # the sequence, flag 0
         inputs[b, L, O] = 1.0  # the delimiter
-        targets[b, L + 1:2 * L + 1] = s  # read back after the delimiter
-        mask[b, L + 1:2 * L + 1] = True
+        targets[b, L + 1 : 2 * L + 1] = s  # read back after the delimiter
+        mask[b, L + 1 : 2 * L + 1] = True
     return CopyBatch(inputs, targets, mask, torch.tensor([s.shape[0] for s in sequences]))
 
 
@@ -105,9 +106,18 @@ class CopyData(Task):
     name = "copy"
     metric = "bit_accuracy"
 
-    def __init__(self, train: Sequence[Tensor], valid: Sequence[Tensor], test: Sequence[Tensor],
-                 bits: int, min_len: int, max_len: int, seed: int = 0,
-                 by_length: dict[int, Sequence[Tensor]] | None = None, eval_batch_size: int = 64):
+    def __init__(
+        self,
+        train: Sequence[Tensor],
+        valid: Sequence[Tensor],
+        test: Sequence[Tensor],
+        bits: int,
+        min_len: int,
+        max_len: int,
+        seed: int = 0,
+        by_length: dict[int, Sequence[Tensor]] | None = None,
+        eval_batch_size: int = 64,
+    ):
         self.train, self.valid, self.test = list(train), list(valid), list(test)
         self.bits, self.min_len, self.max_len, self.seed = bits, min_len, max_len, seed
         self.by_length = {int(k): list(v) for k, v in (by_length or {}).items()}
@@ -115,7 +125,7 @@ class CopyData(Task):
 
     def _batches(self, examples: Sequence[Tensor], batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
-            yield copy_batch([examples[j] for j in order[i:i + batch_size]])
+            yield copy_batch([examples[j] for j in order[i : i + batch_size]])
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         g = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -127,15 +137,22 @@ class CopyData(Task):
     def loss(self, model: nn.Module, batch: CopyBatch) -> tuple[Tensor, int]:
         logits = _logits(model, batch.inputs)  # (B, T, O)
         if logits.shape != batch.targets.shape:
-            raise ValueError(f"the model's logits are {tuple(logits.shape)}; the copy targets are "
-                             f"{tuple(batch.targets.shape)}")
+            raise ValueError(
+                f"the model's logits are {tuple(logits.shape)}; the copy targets are {tuple(batch.targets.shape)}"
+            )
         chosen = batch.mask  # (B, T)
         n = int(chosen.sum()) * self.bits
         return F.binary_cross_entropy_with_logits(logits[chosen], batch.targets[chosen]), n
 
     @torch.no_grad()
-    def evaluate(self, model: nn.Module, examples: Sequence[Tensor] | None = None, length: int | None = None,
-                 n: int = 256, batch_size: int | None = None) -> dict:
+    def evaluate(
+        self,
+        model: nn.Module,
+        examples: Sequence[Tensor] | None = None,
+        length: int | None = None,
+        n: int = 256,
+        batch_size: int | None = None,
+    ) -> dict:
         """``bit_accuracy``, ``sequence_accuracy``, ``loss`` (mean BCE per output bit) and ``n`` sequences.
 
         Which sequences: ``examples`` if given; else with ``length`` the fixed test set of that
@@ -163,24 +180,42 @@ class CopyData(Task):
             bits_right += int((right & batch.mask[:, :, None]).sum())
             bits_total += int(batch.mask.sum()) * self.bits
             seqs_right += int(right.all(-1).all(-1).sum())
-            loss_sum += float(F.binary_cross_entropy_with_logits(
-                logits[batch.mask], batch.targets[batch.mask], reduction="sum"))
-        return {"bit_accuracy": bits_right / bits_total, "sequence_accuracy": seqs_right / len(examples),
-                "loss": loss_sum / bits_total, "n": len(examples)}
+            loss_sum += float(
+                F.binary_cross_entropy_with_logits(logits[batch.mask], batch.targets[batch.mask], reduction="sum")
+            )
+        return {
+            "bit_accuracy": bits_right / bits_total,
+            "sequence_accuracy": seqs_right / len(examples),
+            "loss": loss_sum / bits_total,
+            "n": len(examples),
+        }
 
     def validation_metric(self, model: nn.Module) -> float:
         return self.evaluate(model, self.valid)["bit_accuracy"]
 
     def fingerprint(self) -> dict:
-        return {"name": self.name, "seed": self.seed, "bits": self.bits, "lengths": [self.min_len, self.max_len],
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "hashes": [_hash(self.train), _hash(self.valid), _hash(self.test)],
-                "by_length": {str(k): _hash(v) for k, v in sorted(self.by_length.items())}}
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "bits": self.bits,
+            "lengths": [self.min_len, self.max_len],
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "hashes": [_hash(self.train), _hash(self.valid), _hash(self.test)],
+            "by_length": {str(k): _hash(v) for k, v in sorted(self.by_length.items())},
+        }
 
 
-def copy_data(bits: int = 8, min_len: int = 1, max_len: int = 10, n_train: int = 10_000, n_valid: int = 256,
-              n_test: int = 256, test_lengths: Sequence[int] = (20, 30, 40), n_by_length: int = 128,
-              seed: int = 0) -> CopyData:
+def copy_data(
+    bits: int = 8,
+    min_len: int = 1,
+    max_len: int = 10,
+    n_train: int = 10_000,
+    n_valid: int = 256,
+    n_test: int = 256,
+    test_lengths: Sequence[int] = (20, 30, 40),
+    n_by_length: int = 128,
+    seed: int = 0,
+) -> CopyData:
     """The copy task with lengths ``min_len … max_len`` for training, validation and test, plus a
     test set of ``n_by_length`` sequences for each of ``test_lengths`` (exactly that length).
 
@@ -191,6 +226,7 @@ def copy_data(bits: int = 8, min_len: int = 1, max_len: int = 10, n_train: int =
     train = random_sequences(n_train, bits, min_len, max_len, seed * 1000 + 1)
     valid = random_sequences(n_valid, bits, min_len, max_len, seed * 1000 + 2)
     test = random_sequences(n_test, bits, min_len, max_len, seed * 1000 + 3)
-    by_length = {int(L): random_sequences(n_by_length, bits, int(L), int(L), seed * 1000 + 7 + int(L))
-                 for L in test_lengths}
+    by_length = {
+        int(L): random_sequences(n_by_length, bits, int(L), int(L), seed * 1000 + 7 + int(L)) for L in test_lengths
+    }
     return CopyData(train, valid, test, bits, min_len, max_len, seed, by_length)

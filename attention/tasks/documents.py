@@ -10,6 +10,7 @@ classifier for this task takes ``(tokens (B, N, T), lengths (B, N))`` (chapter 5
 
     data = document_data()        # Pang & Lee's 1,500 movie reviews, split 80/10/10
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -52,7 +53,7 @@ def documents_batch(ids: Sequence[Sequence[Sequence[int]]], labels: Sequence[int
     lengths = torch.zeros(len(ids), N, dtype=torch.long)
     for b, doc in enumerate(ids):
         for n, sentence in enumerate(doc):
-            tokens[b, n, :len(sentence)] = torch.tensor(sentence)
+            tokens[b, n, : len(sentence)] = torch.tensor(sentence)
             lengths[b, n] = len(sentence)
     return DocumentBatch(tokens, lengths, torch.tensor(list(labels), dtype=torch.long))
 
@@ -71,8 +72,8 @@ class DocumentData(ClassificationData):
 
     def encode(self, document: Document) -> list[list[int]]:
         """A document's word ids, sentence by sentence, after the cuts."""
-        sentences = document.sentences[:self.max_sentences] if self.max_sentences else document.sentences
-        return [self.vocab.encode(s[:self.max_words] if self.max_words else s) for s in sentences]
+        sentences = document.sentences[: self.max_sentences] if self.max_sentences else document.sentences
+        return [self.vocab.encode(s[: self.max_words] if self.max_words else s) for s in sentences]
 
     def collate(self, examples: Sequence[Document]) -> DocumentBatch:
         labels = [e.label for e in examples]
@@ -85,16 +86,26 @@ class DocumentData(ClassificationData):
         return batch.tokens, batch.lengths
 
     def fingerprint(self) -> dict:
-        return {"task": "documents", "name": self.name, "seed": self.seed,
-                "cut": [self.max_sentences, self.max_words],
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens([(e.sentences, e.label) for e in self.train],
-                                               [(e.sentences, e.label) for e in self.valid]),
-                "vocab": fingerprint_tokens(self.vocab.itos, self.labels)}
+        return {
+            "task": "documents",
+            "name": self.name,
+            "seed": self.seed,
+            "cut": [self.max_sentences, self.max_words],
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(
+                [(e.sentences, e.label) for e in self.train], [(e.sentences, e.label) for e in self.valid]
+            ),
+            "vocab": fingerprint_tokens(self.vocab.itos, self.labels),
+        }
 
 
-def document_data(seed: int = 0, min_freq: int = 3, max_sentences: int | None = None,
-                  max_words: int | None = None, cache_dir: str | None = None) -> DocumentData:
+def document_data(
+    seed: int = 0,
+    min_freq: int = 3,
+    max_sentences: int | None = None,
+    max_words: int | None = None,
+    cache_dir: str | None = None,
+) -> DocumentData:
     """Pang & Lee's movie reviews (``CONTRIBUTING.md``, "Data"), split 80/10/10 with ``seed``.
 
     1,200 / 150 / 150 reviews by :func:`attention.data.split`; the vocabulary comes from the
@@ -104,5 +115,6 @@ def document_data(seed: int = 0, min_freq: int = 3, max_sentences: int | None = 
     documents = load_pang_lee(cache_dir)
     tr, va, te = split(documents, valid=0.1, test=0.1, seed=seed)
     vocab = Vocab.build([d.tokens for d in tr], min_freq=min_freq)
-    return DocumentData("pang-lee", tr, va, te, vocab, list(LABELS), seed,
-                        max_sentences=max_sentences, max_words=max_words)
+    return DocumentData(
+        "pang-lee", tr, va, te, vocab, list(LABELS), seed, max_sentences=max_sentences, max_words=max_words
+    )

@@ -10,6 +10,7 @@ counted as outside the memory.
 
     data = babi_data(2)        # task 2 (two supporting facts), 1,000 training questions
 """
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,9 @@ class QABatch:
     supports: Tensor | None = None  # (B, S) memory slots of the supporting facts in the file's order, -1 = none
 
     def to(self, device) -> "QABatch":
-        return QABatch(*(None if getattr(self, f.name) is None else getattr(self, f.name).to(device)
-                         for f in fields(self)))
+        return QABatch(
+            *(None if getattr(self, f.name) is None else getattr(self, f.name).to(device) for f in fields(self))
+        )
 
 
 @dataclass
@@ -68,8 +70,8 @@ class QAData(Task):
         question = torch.zeros(len(examples), J, dtype=torch.long)
         for b, (e, s) in enumerate(zip(examples, stories)):
             for i, sentence in enumerate(s):
-                story[b, i, :len(sentence)] = torch.tensor(self.vocab.encode(sentence))
-            question[b, :len(e.question)] = torch.tensor(self.vocab.encode(e.question))
+                story[b, i, : len(sentence)] = torch.tensor(self.vocab.encode(sentence))
+            question[b, : len(e.question)] = torch.tensor(self.vocab.encode(e.question))
         unknown = [e.answer for e in examples if e.answer not in self.answers]
         if unknown:
             raise ValueError(f"answers {unknown[:5]} are not in the answer vocabulary {self.answers}")
@@ -77,12 +79,12 @@ class QAData(Task):
         kept = [self.memory(e)[1] for e in examples]
         supports = torch.full((len(examples), max(1, max(len(k) for k in kept))), -1, dtype=torch.long)
         for b, k in enumerate(kept):
-            supports[b, :len(k)] = torch.tensor(k, dtype=torch.long)
+            supports[b, : len(k)] = torch.tensor(k, dtype=torch.long)
         return QABatch(story, question, answers, supports)
 
     def _batches(self, examples: Sequence[QA], batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
-            yield self.collate([examples[j] for j in order[i:i + batch_size]])
+            yield self.collate([examples[j] for j in order[i : i + batch_size]])
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         order = list(range(len(self.train)))
@@ -104,7 +106,7 @@ class QAData(Task):
         device = next(model.parameters()).device
         correct, hits, hops = 0, None, []
         for i in range(0, len(examples), batch_size):
-            chunk = examples[i:i + batch_size]
+            chunk = examples[i : i + batch_size]
             batch = self.collate(chunk)
             out = model(**_inputs(batch.to(device)))
             correct += int((out.logits.argmax(-1).cpu() == batch.answers).sum())
@@ -119,18 +121,29 @@ class QAData(Task):
                         hits[k] += slot in supports
                 hops += [w.cpu() for w in weights]
         n = max(len(examples), 1)
-        return {"accuracy": correct / n, "n": len(examples),
-                "support_hits": None if hits is None else [h / n for h in hits], "hops": hops}
+        return {
+            "accuracy": correct / n,
+            "n": len(examples),
+            "support_hits": None if hits is None else [h / n for h in hits],
+            "hops": hops,
+        }
 
     def validation_metric(self, model: nn.Module) -> float:
         return self.evaluate(model, self.valid)["accuracy"]
 
     def fingerprint(self) -> dict:
-        return {"task": "qa", "name": self.name, "seed": self.seed, "memory_size": self.memory_size,
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens([(e.story, e.question, e.answer) for e in self.train],
-                                               [(e.story, e.question, e.answer) for e in self.valid]),
-                "vocab": fingerprint_tokens(self.vocab.itos, self.answers)}
+        return {
+            "task": "qa",
+            "name": self.name,
+            "seed": self.seed,
+            "memory_size": self.memory_size,
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(
+                [(e.story, e.question, e.answer) for e in self.train],
+                [(e.story, e.question, e.answer) for e in self.valid],
+            ),
+            "vocab": fingerprint_tokens(self.vocab.itos, self.answers),
+        }
 
 
 def gate_supervision_loss(weight: float = 1.0):
@@ -151,8 +164,10 @@ def gate_supervision_loss(weight: float = 1.0):
         total = F.cross_entropy(out.logits, batch.answers)
         gates = out.attention.get("hops")  # (B, P, M)
         if gates is None or batch.supports is None:
-            raise ValueError("gate supervision needs a model that returns attention['hops'] and batches "
-                             "with supports (QAData.collate)")
+            raise ValueError(
+                "gate supervision needs a model that returns attention['hops'] and batches "
+                "with supports (QAData.collate)"
+            )
         for p in range(min(gates.shape[1], batch.supports.shape[1])):
             target = batch.supports[:, p]  # (B,)
             has = target >= 0
@@ -168,8 +183,9 @@ def _inputs(batch: QABatch) -> dict:
     return {"story": batch.story, "question": batch.question}
 
 
-def babi_data(task: int, n_train: int = 1000, n_test: int = 1000, valid: float = 0.1, seed: int = 0,
-              memory_size: int = 50) -> QAData:
+def babi_data(
+    task: int, n_train: int = 1000, n_test: int = 1000, valid: float = 0.1, seed: int = 0, memory_size: int = 50
+) -> QAData:
     """Generated bAbI-format questions of ``task`` (``attention.data.babi``): ``n_train`` questions,
     of which the last ``valid`` share is held out for validation, and ``n_test`` test questions.
 
@@ -177,7 +193,7 @@ def babi_data(task: int, n_train: int = 1000, n_test: int = 1000, valid: float =
     vocabulary lists every word of every split, as the bAbI papers do; the answers likewise."""
     split = babi_tasks((task,), n_train=n_train, n_test=n_test, seed=seed)[task]
     n_valid = int(round(len(split["train"]) * valid))
-    train, dev = split["train"][:len(split["train"]) - n_valid], split["train"][len(split["train"]) - n_valid:]
+    train, dev = split["train"][: len(split["train"]) - n_valid], split["train"][len(split["train"]) - n_valid :]
     words = [w for e in train for s in e.story for w in s] + [w for e in train for w in e.question]
     vocab = Vocab.build([words + [w for e in split["test"] + dev for s in e.story for w in s]])
     answers = sorted({e.answer for e in split["train"] + split["test"]})

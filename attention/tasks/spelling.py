@@ -24,6 +24,7 @@ at most 15 tokens: train 3,200 sentences (25,605 words, 4,153 misspelt, 3,095 ra
 ``<unk>`` in the target vocabulary); 1,686 source words, 1,940 target words, 57 characters. Every
 misspelling of every split is ``<unk>`` in the source vocabulary.
 """
+
 from __future__ import annotations
 
 import random
@@ -38,8 +39,7 @@ from ..data import Vocab, load_ding_de_en, load_hsk, split
 from ..data.spelling import load_codespell, misspellings_of
 from .base import Task, epoch_seed, fingerprint_tokens
 
-__all__ = ["Misspelt", "SpellingBatch", "SpellingData", "spelling_data", "spelling_loss", "split_pairs",
-           "misspell"]
+__all__ = ["Misspelt", "SpellingBatch", "SpellingData", "spelling_data", "spelling_loss", "split_pairs", "misspell"]
 
 
 @dataclass
@@ -73,8 +73,9 @@ class SpellingBatch:
     index: Tensor  # (B,) positions of these sentences in the list given to `collate`
 
     def to(self, device, non_blocking: bool = False) -> "SpellingBatch":
-        return SpellingBatch(**{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
-                                for f in fields(self)})
+        return SpellingBatch(
+            **{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)}
+        )
 
     def __len__(self) -> int:
         return self.src.shape[0]
@@ -97,8 +98,9 @@ def split_pairs(pairs: dict[str, tuple[str, ...]], heldout: float, seed: int) ->
     return misspellings_of(train), misspellings_of(held)
 
 
-def misspell(tokens: Sequence[str], options: dict[str, tuple[str, ...]], rate: float,
-             rng: random.Random) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+def misspell(
+    tokens: Sequence[str], options: dict[str, tuple[str, ...]], rate: float, rng: random.Random
+) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     """Replace each word that has misspellings in ``options``, with probability ``rate``."""
     out, flags = [], []
     for w in tokens:
@@ -114,21 +116,28 @@ def misspell(tokens: Sequence[str], options: dict[str, tuple[str, ...]], rate: f
 def _pad(rows: list[list[int]], width: int | None = None) -> Tensor:
     out = torch.zeros(len(rows), max([width or 1] + [len(r) for r in rows]), dtype=torch.long)  # 0 = <pad>
     for b, row in enumerate(rows):
-        out[b, :len(row)] = torch.tensor(row, dtype=torch.long)
+        out[b, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out
 
 
 def spelling_loss(model: nn.Module, batch: SpellingBatch) -> Tensor:
     """Mean cross-entropy over the target words, plus (with a character decoder) the mean
     cross-entropy over the characters of the ``<unk>`` target words (Ji et al. 2017, §3.4)."""
-    out = model(batch.src, batch.src_lengths, batch.tgt_in, tgt_unk=batch.tgt_unk,
-                tgt_chars_in=batch.tgt_chars_in, **batch.inputs())
+    out = model(
+        batch.src,
+        batch.src_lengths,
+        batch.tgt_in,
+        tgt_unk=batch.tgt_unk,
+        tgt_chars_in=batch.tgt_chars_in,
+        **batch.inputs(),
+    )
     pad = model.cfg.pad_id
     loss = F.cross_entropy(out.logits.reshape(-1, out.logits.shape[-1]), batch.tgt_out.reshape(-1), ignore_index=pad)
     if out.char_logits is not None and out.char_logits.shape[0] > 0:
         gold = batch.tgt_chars_out[out.char_rows]  # (N, K)
-        loss = loss + F.cross_entropy(out.char_logits.reshape(-1, out.char_logits.shape[-1]), gold.reshape(-1),
-                                      ignore_index=pad)
+        loss = loss + F.cross_entropy(
+            out.char_logits.reshape(-1, out.char_logits.shape[-1]), gold.reshape(-1), ignore_index=pad
+        )
     return loss
 
 
@@ -154,7 +163,7 @@ class SpellingData(Task):
         char_lengths = torch.zeros(B, S, dtype=torch.long)
         for b, e in enumerate(examples):
             for i, w in enumerate(e.src):
-                chars[b, i, :len(w)] = torch.tensor(cv.encode(w))
+                chars[b, i, : len(w)] = torch.tensor(cv.encode(w))
                 char_lengths[b, i] = len(w)
         tgt = [tv.encode(e.tgt) for e in examples]
         tgt_in = _pad([[tv.bos_id] + t for t in tgt])  # (B, T)
@@ -166,19 +175,26 @@ class SpellingData(Task):
         for b, e in enumerate(examples):
             for t, w in enumerate(e.tgt):
                 ids = cv.encode(w)
-                tgt_chars_in[b, t, :len(ids) + 1] = torch.tensor([cv.bos_id] + ids)
-                tgt_chars_out[b, t, :len(ids) + 1] = torch.tensor(ids + [cv.eos_id])
+                tgt_chars_in[b, t, : len(ids) + 1] = torch.tensor([cv.bos_id] + ids)
+                tgt_chars_out[b, t, : len(ids) + 1] = torch.tensor(ids + [cv.eos_id])
         return SpellingBatch(
-            src=src, src_lengths=torch.tensor([len(e.src) for e in examples]), chars=chars,
-            char_lengths=char_lengths, oov=(src == sv.unk_id), misspelt=_pad([list(map(int, e.misspelt))
-                                                                                for e in examples]).bool(),
-            tgt_in=tgt_in, tgt_out=tgt_out, tgt_unk=(tgt_out == tv.unk_id), tgt_chars_in=tgt_chars_in,
+            src=src,
+            src_lengths=torch.tensor([len(e.src) for e in examples]),
+            chars=chars,
+            char_lengths=char_lengths,
+            oov=(src == sv.unk_id),
+            misspelt=_pad([list(map(int, e.misspelt)) for e in examples]).bool(),
+            tgt_in=tgt_in,
+            tgt_out=tgt_out,
+            tgt_unk=(tgt_out == tv.unk_id),
+            tgt_chars_in=tgt_chars_in,
             tgt_chars_out=tgt_chars_out,
-            index=torch.tensor(list(range(len(examples))) if index is None else list(index)))
+            index=torch.tensor(list(range(len(examples))) if index is None else list(index)),
+        )
 
     def _batches(self, examples: Sequence[Misspelt], batch_size: int, order: list[int]):
         for start in range(0, len(order), batch_size):
-            group = order[start:start + batch_size]
+            group = order[start : start + batch_size]
             yield self.collate([examples[i] for i in group], group)
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
@@ -189,9 +205,12 @@ class SpellingData(Task):
         order = list(range(len(self.train)))
         rng.shuffle(order)
         pool = 50 * batch_size
-        order = [i for s in range(0, len(order), pool)
-                 for i in sorted(order[s:s + pool], key=lambda i: len(self.train[i].src))]
-        groups = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+        order = [
+            i
+            for s in range(0, len(order), pool)
+            for i in sorted(order[s : s + pool], key=lambda i: len(self.train[i].src))
+        ]
+        groups = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         rng.shuffle(groups)
         for group in groups:
             yield self.collate([self.train[i] for i in group], group)
@@ -211,7 +230,7 @@ class SpellingData(Task):
         device = next(model.parameters()).device
         out = []
         for start in range(0, len(examples), batch_size):
-            batch = self.collate(examples[start:start + batch_size]).to(device)
+            batch = self.collate(examples[start : start + batch_size]).to(device)
             result = model.greedy(batch.src, batch.src_lengths, **batch.inputs())
             tokens = result.tokens.tolist()
             chars = None if result.char_tokens is None else result.char_tokens.tolist()
@@ -247,24 +266,35 @@ class SpellingData(Task):
                 if gold not in self.tgt_vocab:
                     n_unk += 1
                     unk_right += ok
-        return {"accuracy": right / max(n, 1), "misspelt_accuracy": misspelt_right / max(n_misspelt, 1),
-                "kept_accuracy": kept_right / max(n - n_misspelt, 1),
-                "rare_word_accuracy": unk_right / max(n_unk, 1),
-                "n_words": n, "n_misspelt": n_misspelt, "n_rare_words": n_unk,
-                "exact_sentences": sum(tuple(o) == e.tgt for e, o in zip(examples, outputs)) / max(len(examples), 1),
-                "outputs": outputs}
+        return {
+            "accuracy": right / max(n, 1),
+            "misspelt_accuracy": misspelt_right / max(n_misspelt, 1),
+            "kept_accuracy": kept_right / max(n - n_misspelt, 1),
+            "rare_word_accuracy": unk_right / max(n_unk, 1),
+            "n_words": n,
+            "n_misspelt": n_misspelt,
+            "n_rare_words": n_unk,
+            "exact_sentences": sum(tuple(o) == e.tgt for e, o in zip(examples, outputs)) / max(len(examples), 1),
+            "outputs": outputs,
+        }
 
     def validation_metric(self, model: nn.Module) -> float:
         """Word accuracy of greedy corrections of the validation split."""
         return self.evaluate(model, self.valid)["accuracy"]
 
     def fingerprint(self) -> dict:
-        return {"task": "spelling", "name": self.name, "seed": self.seed,
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens([(e.src, e.tgt) for e in self.train],
-                                               [(e.src, e.tgt) for e in self.valid],
-                                               [(e.src, e.tgt) for e in self.test]),
-                "vocab": fingerprint_tokens(self.src_vocab.itos, self.tgt_vocab.itos, self.char_vocab.itos)}
+        return {
+            "task": "spelling",
+            "name": self.name,
+            "seed": self.seed,
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(
+                [(e.src, e.tgt) for e in self.train],
+                [(e.src, e.tgt) for e in self.valid],
+                [(e.src, e.tgt) for e in self.test],
+            ),
+            "vocab": fingerprint_tokens(self.src_vocab.itos, self.tgt_vocab.itos, self.char_vocab.itos),
+        }
 
 
 def english_sentences(max_len: int, cache_dir: str | None = None) -> list[tuple[str, ...]]:
@@ -273,9 +303,16 @@ def english_sentences(max_len: int, cache_dir: str | None = None) -> list[tuple[
     return [s for s in dict.fromkeys(sentences) if 0 < len(s) <= max_len]
 
 
-def spelling_data(seed: int = 0, n: int | None = 4000, rate: float = 0.3, heldout: float = 0.2,
-                  min_freq: int = 2, tgt_min_freq: int = 2, max_len: int = 15,
-                  cache_dir: str | None = None) -> SpellingData:
+def spelling_data(
+    seed: int = 0,
+    n: int | None = 4000,
+    rate: float = 0.3,
+    heldout: float = 0.2,
+    min_freq: int = 2,
+    tgt_min_freq: int = 2,
+    max_len: int = 15,
+    cache_dir: str | None = None,
+) -> SpellingData:
     """Misspelt English sentences -> correct ones; see the module docstring.
 
     ``n`` sentences are drawn with ``seed`` (all when None); ``rate`` is the probability that a

@@ -11,6 +11,7 @@ kind, and training selects on their mean (:attr:`TaggingData.metric` ``"f1"``).
 
     data = aspect_data()   # Rotten Tomatoes sentences with silver tags, split 80/10/10
 """
+
 from __future__ import annotations
 
 import random
@@ -59,8 +60,14 @@ def f1_scores(predicted: dict[str, Tensor], tags: Tensor, mask: Tensor) -> dict[
         tp, fp, fn = int((p & g).sum()), int((p & ~g).sum()), int((~p & g).sum())
         precision = tp / (tp + fp) if tp + fp else 0.0
         recall = tp / (tp + fn) if tp + fn else 0.0
-        out[kind] = {"precision": precision, "recall": recall, "tp": tp, "fp": fp, "fn": fn,
-                     "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0}
+        out[kind] = {
+            "precision": precision,
+            "recall": recall,
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+        }
     return out
 
 
@@ -87,8 +94,8 @@ class TaggingData(Task):
         tokens = torch.zeros(len(ids), T, dtype=torch.long)
         tags = torch.zeros(len(ids), T, dtype=torch.long)
         for i, (x, e) in enumerate(zip(ids, examples)):
-            tokens[i, :len(x)] = torch.tensor(x)
-            tags[i, :len(x)] = torch.tensor(e.tags)
+            tokens[i, : len(x)] = torch.tensor(x)
+            tags[i, : len(x)] = torch.tensor(e.tags)
         if bool(((tags < 0) | (tags >= len(TAGS))).any()):
             raise ValueError(f"tags must be in 0..{len(TAGS) - 1} ({TAGS}); got {sorted(set(tags.flatten().tolist()))}")
         return TaggingBatch(tokens, torch.tensor([len(x) for x in ids]), tags)
@@ -98,7 +105,7 @@ class TaggingData(Task):
 
     def _batches(self, examples: Sequence, batch_size: int, order: list[int]):
         for i in range(0, len(order), batch_size):
-            yield self.collate([examples[j] for j in order[i:i + batch_size]])
+            yield self.collate([examples[j] for j in order[i : i + batch_size]])
 
     def train_batches(self, batch_size: int, seed: int, epoch: int):
         """Shuffled batches of sentences of similar length: the shuffled sentences are cut into
@@ -110,8 +117,8 @@ class TaggingData(Task):
         pool = 50 * batch_size
         chunks = []
         for i in range(0, len(order), pool):
-            by_length = sorted(order[i:i + pool], key=lambda j: len(self.train[j].tokens))
-            chunks += [by_length[k:k + batch_size] for k in range(0, len(by_length), batch_size)]
+            by_length = sorted(order[i : i + pool], key=lambda j: len(self.train[j].tokens))
+            chunks += [by_length[k : k + batch_size] for k in range(0, len(by_length), batch_size)]
         rng.shuffle(chunks)
         return (self.collate([self.train[j] for j in chunk]) for chunk in chunks)
 
@@ -122,8 +129,9 @@ class TaggingData(Task):
         """The aspect and the opinion cross-entropy, each averaged over the real tokens, summed."""
         out = model(*self.inputs(batch))
         mask = batch.mask
-        total = sum(F.cross_entropy(out.logits[kind][mask], (batch.tags[mask] == tag).long())
-                    for kind, tag in KIND_TAGS.items())
+        total = sum(
+            F.cross_entropy(out.logits[kind][mask], (batch.tags[mask] == tag).long()) for kind, tag in KIND_TAGS.items()
+        )
         return total, int(mask.sum())
 
     def validation_metric(self, model: nn.Module) -> float:
@@ -150,19 +158,33 @@ class TaggingData(Task):
                 attention.append({k: v[i, ..., :n].cpu() for k, v in out.attention.items()})
                 predictions.append({k: pred[k][i, :n].tolist() for k in KIND_TAGS})
         tags = torch.cat(gold)
-        scores = f1_scores({k: torch.cat(v) for k, v in predicted.items()}, tags, torch.ones_like(tags, dtype=torch.bool))
-        return {**scores, "f1": sum(s["f1"] for s in scores.values()) / len(scores), "n": len(examples),
-                "predictions": predictions, "attention": attention}
+        scores = f1_scores(
+            {k: torch.cat(v) for k, v in predicted.items()}, tags, torch.ones_like(tags, dtype=torch.bool)
+        )
+        return {
+            **scores,
+            "f1": sum(s["f1"] for s in scores.values()) / len(scores),
+            "n": len(examples),
+            "predictions": predictions,
+            "attention": attention,
+        }
 
     def fingerprint(self) -> dict:
-        return {"task": "tagging", "name": self.name, "seed": self.seed,
-                "sizes": [len(self.train), len(self.valid), len(self.test)],
-                "examples": fingerprint_tokens([(e.tokens, e.tags) for e in self.train],
-                                               [(e.tokens, e.tags) for e in self.valid]),
-                "vocab": fingerprint_tokens(self.vocab.itos)}
+        return {
+            "task": "tagging",
+            "name": self.name,
+            "seed": self.seed,
+            "sizes": [len(self.train), len(self.valid), len(self.test)],
+            "examples": fingerprint_tokens(
+                [(e.tokens, e.tags) for e in self.train], [(e.tokens, e.tags) for e in self.valid]
+            ),
+            "vocab": fingerprint_tokens(self.vocab.itos),
+        }
 
 
-def aspect_data(seed: int = 0, min_freq: int = 2, limit: int | None = None, cache_dir: str | None = None) -> TaggingData:
+def aspect_data(
+    seed: int = 0, min_freq: int = 2, limit: int | None = None, cache_dir: str | None = None
+) -> TaggingData:
     """Rotten Tomatoes sentences with silver aspect/opinion tags (:mod:`attention.data.aspects`),
     split 80/10/10 with ``seed`` (``limit``: only the first ``limit`` sentences, for quick tries).
     The vocabulary comes from train only; words seen fewer than ``min_freq`` times there become

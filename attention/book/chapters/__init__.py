@@ -7,6 +7,7 @@ The library keeps what every chapter draws with (:mod:`attention.viz`, :mod:`att
 Importing this package imports every chapter module, and each registers its explorers in
 :data:`attention.widgets.EXPLORERS` under the names the tests and the site build use.
 """
+
 from . import ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch13, common  # noqa: F401  (registers them)
 
 __all__ = ["ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11", "ch13", "common"]

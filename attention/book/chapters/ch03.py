@@ -1,5 +1,6 @@
 """Chapters 2-3, translation with attention (``notebooks/03-bahdanau.ipynb``, ``03b-alignment.ipynb``):
 BLEU by source length, and the decoding explorer (where the decoder looks at each step)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -21,12 +22,17 @@ def bleu_by_length_figure(results: dict[str, Sequence[dict]], paper_note: str | 
     ``results[name]`` is :func:`attention.metrics.bleu_by_length`'s list of rows.
     """
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.0, 3.2), layout="constrained")
     ax = fig.add_subplot()
     for name, rows in results.items():
         ax.plot([r["bucket"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
-    ax.set(xlabel="source length (characters)", ylabel="BLEU", ylim=(0, None),
-           title="BLEU by source length (our CPU-scale run)")
+    ax.set(
+        xlabel="source length (characters)",
+        ylabel="BLEU",
+        ylim=(0, None),
+        title="BLEU by source length (our CPU-scale run)",
+    )
     if paper_note:
         ax.text(0.99, 0.97, paper_note, transform=ax.transAxes, ha="right", va="top", fontsize=7)
     ax.legend()
@@ -43,13 +49,20 @@ def decoding_step_figure(source: Sequence[str], output: Sequence[str], weights, 
         step: 1-based decoding step.
     """
     from matplotlib.figure import Figure
+
     w, c = _to_numpy(weights), _to_numpy(contexts)
     fig = Figure(figsize=(6.4, 3.4), layout="constrained")
     ax_w, ax_c = fig.subplots(2, 1, height_ratios=[3, 1])
     family = _font_family(list(source) + list(output))
     if step > len(output):
-        ax_w.text(0.5, 0.5, f"(the translation ended after {len(output)} steps)", ha="center",
-                  va="center", transform=ax_w.transAxes)
+        ax_w.text(
+            0.5,
+            0.5,
+            f"(the translation ended after {len(output)} steps)",
+            ha="center",
+            va="center",
+            transform=ax_w.transAxes,
+        )
         ax_w.set_axis_off()
         ax_c.set_axis_off()
         return fig
@@ -67,8 +80,7 @@ def decoding_step_figure(source: Sequence[str], output: Sequence[str], weights, 
 
 
 @register_explorer("decoding")
-def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12,
-                      mode: str = "auto") -> Explorer:
+def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12, mode: str = "auto") -> Explorer:
     """Chapter 3: pick a sentence and a decoding step; see that step's attention row,
     the context it builds and the token it emits.
 
@@ -81,8 +93,9 @@ def decoding_explorer(model=None, data=None, pairs=None, max_steps: int = 12,
     if model is None:
         model, data = _demo_translator()
     pairs = list(pairs if pairs is not None else data.test[:6])
-    steps = {"".join(p.src) if data.name.startswith("hsk") else " ".join(p.src): decode_steps(model, data, p)
-             for p in pairs}
+    steps = {
+        "".join(p.src) if data.name.startswith("hsk") else " ".join(p.src): decode_steps(model, data, p) for p in pairs
+    }
 
     def draw(sentence: str = next(iter(steps)), step: int = 1):
         d = steps[sentence]

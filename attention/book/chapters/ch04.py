@@ -1,5 +1,6 @@
 """Chapter 4, score functions (``notebooks/04-scores.ipynb``) and attention whose score is a vector,
 coupled aspect/opinion attention (``notebooks/04b-coupled-attention.ipynb``): their figures and explorers."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,8 +18,15 @@ from ...viz import attention_rows_figure, heatmap
 from ...widgets import Explorer, explorer, register_explorer
 from .common import _DEMO_SENTENCES, _demo_features, _sentence_attention, _short_sentences
 
-__all__ = ["SCORE_EXPLORER_CONTROLS", "score_weights_figure", "scaling_figure", "score_explorer",
-           "chosen_features", "features_explorer", "coupled_explorer"]
+__all__ = [
+    "SCORE_EXPLORER_CONTROLS",
+    "score_weights_figure",
+    "scaling_figure",
+    "score_explorer",
+    "chosen_features",
+    "features_explorer",
+    "coupled_explorer",
+]
 
 
 #: The chapter-4 explorer's controls (defaults: those of :func:`score_weights_figure`).
@@ -29,8 +37,9 @@ SCORE_EXPLORER_CONTROLS = {
 }
 
 
-def score_weights_figure(score: str = "scaled_dot", dim: int = 16, temperature: float = 1.0,
-                         queries: int = 5, keys: int = 8, seed: int = 0):
+def score_weights_figure(
+    score: str = "scaled_dot", dim: int = 16, temperature: float = 1.0, queries: int = 5, keys: int = 8, seed: int = 0
+):
     """Chapter 4's figure: attention weights of one score function on random vectors.
 
     Queries and keys are ``N(0, 1)`` vectors of size ``dim`` (the same ones for every
@@ -48,9 +57,14 @@ def score_weights_figure(score: str = "scaled_dot", dim: int = 16, temperature: 
         weights = masked_softmax(module(q, k) / temperature)[0]  # (L, S)
     peak = weights.max(dim=-1).values.mean().item()
     fig = Figure(figsize=(4.6, 3.0), layout="constrained")
-    heatmap(weights, [f"k{i + 1}" for i in range(keys)], [f"q{t + 1}" for t in range(queries)],
-            ax=fig.add_subplot(), vmax=1.0,
-            title=f"{score}, d={dim}, T={temperature:g}: mean max weight {peak:.2f}")
+    heatmap(
+        weights,
+        [f"k{i + 1}" for i in range(keys)],
+        [f"q{t + 1}" for t in range(queries)],
+        ax=fig.add_subplot(),
+        vmax=1.0,
+        title=f"{score}, d={dim}, T={temperature:g}: mean max weight {peak:.2f}",
+    )
     return fig
 
 
@@ -60,15 +74,20 @@ def scaling_figure(dims: Sequence[int], stats: dict[str, dict[str, Sequence[floa
     ``stats[name]`` holds lists ``"max_weight"`` and ``"grad_norm"`` aligned with ``dims``.
     """
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(8.0, 3.0), layout="constrained")
     ax_w, ax_g = fig.subplots(1, 2)
     for name, s in stats.items():
         ax_w.plot(dims, s["max_weight"], marker="o", label=name)
         ax_g.plot(dims, s["grad_norm"], marker="o", label=name)
-    ax_w.set(xscale="log", xlabel="dimension d", ylabel="mean max softmax weight",
-             title="saturation", ylim=(0, 1.05))
-    ax_g.set(xscale="log", yscale="log", xlabel="dimension d",
-             ylabel="‖∂loss/∂scores‖ (mean)", title="gradient reaching the scores")
+    ax_w.set(xscale="log", xlabel="dimension d", ylabel="mean max softmax weight", title="saturation", ylim=(0, 1.05))
+    ax_g.set(
+        xscale="log",
+        yscale="log",
+        xlabel="dimension d",
+        ylabel="‖∂loss/∂scores‖ (mean)",
+        title="gradient reaching the scores",
+    )
     ax_w.legend()
     return fig
 
@@ -100,7 +119,7 @@ def chosen_features(maps: Sequence[Tensor], n: int = 12, overlap: float = 0.5) -
     for k in order:
         if len(taken) < n and all(shared(j, k) < overlap for j in taken):
             taken.append(k)
-    taken += [k for k in order if k not in taken][:n - len(taken)]
+    taken += [k for k in order if k not in taken][: n - len(taken)]
     return sorted(taken)
 
 
@@ -123,15 +142,19 @@ def features_explorer(model=None, data=None, sentences=None, features: int = 12,
     if model.cfg.pool != "features":
         raise ValueError(f"features_explorer needs a model with pool='features'; got pool={model.cfg.pool!r}")
     sentences = list(sentences if sentences is not None else _short_sentences(data.test))
-    maps = {" ".join(e.tokens): (list(e.tokens), _sentence_attention(model, data, e, "features"))
-            for e in sentences}
+    maps = {" ".join(e.tokens): (list(e.tokens), _sentence_attention(model, data, e, "features")) for e in sentences}
     shown = chosen_features([P for _, P in maps.values()], features)
 
     def draw(sentence: str = next(iter(maps)), feature: int = shown[0]):
         tokens, P = maps[sentence]
         rows = P[:, shown].T  # (features, T)
-        return attention_rows_figure(tokens, rows, shown.index(feature) + 1, row_labels=[f"feature {k}" for k in shown],
-                                     title="multi-dimensional attention: one distribution per feature")
+        return attention_rows_figure(
+            tokens,
+            rows,
+            shown.index(feature) + 1,
+            row_labels=[f"feature {k}" for k in shown],
+            title="multi-dimensional attention: one distribution per feature",
+        )
 
     return explorer(draw, {"sentence": list(maps), "feature": shown}, mode=mode)
 
@@ -185,7 +208,12 @@ def coupled_explorer(model=None, data=None, sentences=None, mode: str = "auto") 
 
     def draw(sentence: str = next(iter(frames)), attention: str = next(iter(rows))):
         labels, weights = frames[sentence]
-        return attention_rows_figure(labels, weights, list(rows).index(attention) + 1, row_labels=list(rows),
-                                     title="coupled attention; [model/silver]: A aspect, P opinion")
+        return attention_rows_figure(
+            labels,
+            weights,
+            list(rows).index(attention) + 1,
+            row_labels=list(rows),
+            title="coupled attention; [model/silver]: A aspect, P opinion",
+        )
 
     return explorer(draw, {"sentence": list(frames), "attention": list(rows)}, mode=mode)

@@ -1,5 +1,6 @@
 """Chapter 5, hierarchical attention (``notebooks/05-hierarchical.ipynb``) and nested attention
 (``notebooks/05b-nested-attention.ipynb``): HAN's document figure and explorer, the nested model's."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -25,8 +26,15 @@ __all__ = ["DOCUMENT_VIEWS", "han_document_figure", "han_explorer", "nested_atte
 DOCUMENT_VIEWS = ("HAN's sentence attention", "people's |rating|")
 
 
-def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, sentence_weights, ratings=None,
-                        view: str = DOCUMENT_VIEWS[0], title: str | None = None, max_words: int = 16):
+def han_document_figure(
+    sentences: Sequence[Sequence[str]],
+    word_weights,
+    sentence_weights,
+    ratings=None,
+    view: str = DOCUMENT_VIEWS[0],
+    title: str | None = None,
+    max_words: int = 16,
+):
     """HAN's explorer frame: one document, a row per sentence. Left: a bar per sentence, HAN's sentence
     attention (``view`` 0) or the strength ``|rating|`` people gave it (``view`` 1, when ``ratings``
     are given, on the scale 0..4); right: the sentence's words, each shaded by its word attention
@@ -39,13 +47,16 @@ def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, senten
         ratings: ``N`` human ratings (-4 .. +4), or None.
     """
     from matplotlib.figure import Figure
+
     sentences = [list(s) for s in sentences]
     N = len(sentences)
     words = _to_numpy(word_weights)
     alpha = np.asarray(_to_numpy(torch.as_tensor(sentence_weights).reshape(1, -1))[0])
     if words.shape[0] != N or alpha.shape[0] != N or words.shape[1] < max(len(s) for s in sentences):
-        raise ValueError(f"han_document_figure got {N} sentences (longest {max(len(s) for s in sentences)} words), "
-                         f"word weights {words.shape} and sentence weights {alpha.shape}")
+        raise ValueError(
+            f"han_document_figure got {N} sentences (longest {max(len(s) for s in sentences)} words), "
+            f"word weights {words.shape} and sentence weights {alpha.shape}"
+        )
     if view not in DOCUMENT_VIEWS:
         raise ValueError(f"view must be one of {DOCUMENT_VIEWS}, got {view!r}")
     if view == DOCUMENT_VIEWS[1] and ratings is None:
@@ -67,14 +78,22 @@ def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, senten
     cmap = _colormap("Oranges")
     width = 0
     for i, sentence in enumerate(sentences):
-        row = words[i, :len(sentence)]
+        row = words[i, : len(sentence)]
         scale = row.max() if row.max() > 0 else 1.0
         x = 0
         shown = sentence[:max_words] + (["…"] if len(sentence) > max_words else [])
         for t, word in enumerate(shown):
             face = cmap(0.85 * row[t] / scale) if t < len(row) and word != "…" else "white"
-            text.text(x, i, word, ha="left", va="center", fontsize=9, family=family or "monospace",
-                      bbox=dict(boxstyle="square,pad=0.15", facecolor=face, edgecolor="none"))
+            text.text(
+                x,
+                i,
+                word,
+                ha="left",
+                va="center",
+                fontsize=9,
+                family=family or "monospace",
+                bbox=dict(boxstyle="square,pad=0.15", facecolor=face, edgecolor="none"),
+            )
             x += len(word) + 1
         width = max(width, x)
     text.set_xlim(-0.5, max(width, 40))
@@ -89,8 +108,10 @@ def han_document_figure(sentences: Sequence[Sequence[str]], word_weights, senten
 def _demo_documents() -> DocumentData:
     """The demo sentences as two tiny documents with made-up ratings: enough to drive the widget."""
     sentences = [tuple(s.split()) for s in _DEMO_SENTENCES]
-    docs = [Document(tuple(sentences), 1, {"ratings": [0.5, -2.0, 1.5]}),
-            Document(tuple(sentences[::-1]), 0, {"ratings": [1.5, -2.0, 0.5]})]
+    docs = [
+        Document(tuple(sentences), 1, {"ratings": [0.5, -2.0, 1.5]}),
+        Document(tuple(sentences[::-1]), 0, {"ratings": [1.5, -2.0, 0.5]}),
+    ]
     vocab = Vocab.build([d.tokens for d in docs])
     return DocumentData("documents-demo", docs, docs, docs, vocab, ["negative", "positive"])
 
@@ -123,8 +144,9 @@ def han_explorer(model=None, data=None, documents=None, mode: str = "auto") -> E
     if model is None:
         data = _demo_documents()
         torch.manual_seed(0)
-        model = HANClassifier(HANConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8,
-                                        attention_dim=16))
+        model = HANClassifier(
+            HANConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8, attention_dim=16)
+        )
     documents = list(documents if documents is not None else data.test[:3])
     frames = {}
     for i, d in enumerate(documents):
@@ -136,8 +158,9 @@ def han_explorer(model=None, data=None, documents=None, mode: str = "auto") -> E
         d, words, sentences = frames[document]
         ratings = d.meta.get("ratings")
         rho = spearman(sentences.tolist(), [abs(r) for r in ratings]) if ratings else None
-        title = f"{len(d.sentences)} sentences" + ("" if rho is None else
-                                                    f"; Spearman(attention, |rating|) = {rho:+.2f}")
+        title = f"{len(d.sentences)} sentences" + (
+            "" if rho is None else f"; Spearman(attention, |rating|) = {rho:+.2f}"
+        )
         return han_document_figure(d.sentences, words, sentences, ratings, view=view, title=title)
 
     views = list(DOCUMENT_VIEWS) if rated else [DOCUMENT_VIEWS[0]]
@@ -147,30 +170,44 @@ def han_explorer(model=None, data=None, documents=None, mode: str = "auto") -> E
 # --- nested attention: a word written letter by letter ------------------------------------------
 
 
-def nested_attention_figure(src_tokens: Sequence[str], word_weights, source: int, written: Sequence[str],
-                            char_weights, title: str | None = None):
+def nested_attention_figure(
+    src_tokens: Sequence[str], word_weights, source: int, written: Sequence[str], char_weights, title: str | None = None
+):
     """The nested model's explorer frame: one word the character decoder writes. Top: the source
     sentence shaded by the word-level attention at that step, the word it weighs most (whose
     characters the decoder reads) boxed; bottom: the nested attention ``(K, L)``, a row per character
     written (``written``, ending in ``</s>``) over the characters of that source word."""
     from matplotlib.figure import Figure
+
     src_tokens = list(src_tokens)
     S = len(src_tokens)
     alpha = np.asarray(torch.as_tensor(word_weights, dtype=torch.float32).reshape(-1)[:S])
     beta = _to_numpy(char_weights)
     letters = list(src_tokens[source])
     if beta.shape[0] != len(written) or beta.shape[1] < len(letters):
-        raise ValueError(f"nested_attention_figure got {len(written)} characters written and "
-                         f"{len(letters)} source characters, char weights {beta.shape}")
-    beta = beta[:, :len(letters)]
+        raise ValueError(
+            f"nested_attention_figure got {len(written)} characters written and "
+            f"{len(letters)} source characters, char weights {beta.shape}"
+        )
+    beta = beta[:, : len(letters)]
     fig = Figure(figsize=(max(6.0, 0.62 * S + 1.5), 2.2 + 0.36 * len(written)), layout="constrained")
     top, bottom = fig.subplots(2, 1, height_ratios=[1.0, max(len(written), 2) * 0.45])
     cmap = _colormap("Oranges")
     scale = alpha.max() if alpha.max() > 0 else 1.0
     for i, token in enumerate(src_tokens):
-        top.text(i, 0.5, token, ha="center", va="center", fontsize=9,
-                 bbox=dict(boxstyle="round,pad=0.25", facecolor=cmap(0.85 * alpha[i] / scale),
-                           edgecolor="black" if i == source else "none"))
+        top.text(
+            i,
+            0.5,
+            token,
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox=dict(
+                boxstyle="round,pad=0.25",
+                facecolor=cmap(0.85 * alpha[i] / scale),
+                edgecolor="black" if i == source else "none",
+            ),
+        )
         top.text(i, 0.0, f"{alpha[i]:.2f}", ha="center", va="center", fontsize=7)
     top.set_xlim(-0.6, S - 0.4)
     top.set_ylim(-0.3, 0.9)
@@ -178,14 +215,23 @@ def nested_attention_figure(src_tokens: Sequence[str], word_weights, source: int
     word = "".join(c for c in written if c != "</s>")
     heading = f"writing '{word}' letter by letter, reading the letters of '{src_tokens[source]}'"
     top.set_title(title + "\n" + heading if title else heading, fontsize=10)
-    heatmap(beta, letters, list(written), ax=bottom, vmax=1.0, xlabel="character of the source word",
-            ylabel="character written")
+    heatmap(
+        beta,
+        letters,
+        list(written),
+        ax=bottom,
+        vmax=1.0,
+        xlabel="character of the source word",
+        ylabel="character written",
+    )
     return fig
 
 
 #: hand-made misspelt sentences (codespell pairs) for the untrained demo model of nested_explorer
-_DEMO_MISSPELT = (("i", "will", "recieve", "it", "tomorow"), ("i", "will", "receive", "it", "tomorrow")), \
-                 (("the", "wheather", "is", "beatiful"), ("the", "weather", "is", "beautiful"))
+_DEMO_MISSPELT = (
+    (("i", "will", "recieve", "it", "tomorow"), ("i", "will", "receive", "it", "tomorrow")),
+    (("the", "wheather", "is", "beatiful"), ("the", "weather", "is", "beautiful")),
+)
 
 
 def _demo_spelling():
@@ -197,8 +243,18 @@ def _demo_spelling():
     char_vocab = Vocab.build([w for e in examples for w in e.src + e.tgt])
     data = SpellingData("spelling-demo", examples, examples, examples, src_vocab, tgt_vocab, char_vocab)
     torch.manual_seed(0)
-    model = NestedSeq2Seq(NestedConfig(len(src_vocab), len(tgt_vocab), len(char_vocab), embed_dim=16,
-                                       hidden_dim=16, char_embed_dim=8, char_hidden_dim=8, char_level=True))
+    model = NestedSeq2Seq(
+        NestedConfig(
+            len(src_vocab),
+            len(tgt_vocab),
+            len(char_vocab),
+            embed_dim=16,
+            hidden_dim=16,
+            char_embed_dim=8,
+            char_hidden_dim=8,
+            char_level=True,
+        )
+    )
     return model, data
 
 
@@ -209,16 +265,32 @@ def _written_words(model, data: SpellingData, example) -> list[dict]:
     model.eval()
     device = next(model.parameters()).device
     batch = data.collate([example]).to(device)
-    out = model(batch.src, batch.src_lengths, batch.tgt_in, batch.chars, batch.char_lengths, batch.oov,
-                batch.tgt_unk, batch.tgt_chars_in)
+    out = model(
+        batch.src,
+        batch.src_lengths,
+        batch.tgt_in,
+        batch.chars,
+        batch.char_lengths,
+        batch.oov,
+        batch.tgt_unk,
+        batch.tgt_chars_in,
+    )
     if out.char_attention is None:
         raise ValueError("nested_explorer needs a model with char_level=True")
     words = []
     for n, t in enumerate(out.char_rows[0].nonzero().flatten().tolist()):
         target = example.tgt[t]
         written = list(target) + ["</s>"]
-        words.append({"position": t, "source": int(out.char_source[n]), "alpha": out.attention[0, t].cpu(),
-                      "written": written, "beta": out.char_attention[n, :len(written)].cpu(), "target": target})
+        words.append(
+            {
+                "position": t,
+                "source": int(out.char_source[n]),
+                "alpha": out.attention[0, t].cpu(),
+                "written": written,
+                "beta": out.char_attention[n, : len(written)].cpu(),
+                "target": target,
+            }
+        )
     return words
 
 
@@ -247,7 +319,7 @@ def nested_explorer(model=None, data=None, examples=None, mode: str = "auto") ->
             label = f"{e.src[w['source']]} → {w['target']}   ({' '.join(e.src)})"
             (misspelt if e.misspelt[w["source"]] else other)[label] = (e, w)
     frames = dict(list(misspelt.items())[:6])
-    frames |= dict(list(other.items())[:max(0, 2 - len(frames))])
+    frames |= dict(list(other.items())[: max(0, 2 - len(frames))])
     if not frames:
         raise ValueError("none of these sentences has a word the character decoder writes")
 

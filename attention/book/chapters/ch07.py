@@ -1,5 +1,6 @@
 """Chapter 7, memory-based attention (``notebooks/07-memory.ipynb``): a memory network's hops, NTM
 addressing and an NTM's heads on a copy; their figures and explorers."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -14,16 +15,30 @@ from ...tasks.qa import QAData, babi_data
 from ...viz import _to_numpy
 from ...widgets import Explorer, explorer, register_explorer
 
-__all__ = ["memory_hops_figure", "addressing_figure", "ntm_heads_figure", "memory_explorer", "addressing_explorer",
-           "ADDRESSING_CONTROLS"]
+__all__ = [
+    "memory_hops_figure",
+    "addressing_figure",
+    "ntm_heads_figure",
+    "memory_explorer",
+    "addressing_explorer",
+    "ADDRESSING_CONTROLS",
+]
 
 
-def memory_hops_figure(sentences: Sequence[Sequence[str]], weights, hop: int = 1, supports: Sequence[int] = (),
-                       question: Sequence[str] = (), answer: str | None = None, predicted: str | None = None):
+def memory_hops_figure(
+    sentences: Sequence[Sequence[str]],
+    weights,
+    hop: int = 1,
+    supports: Sequence[int] = (),
+    question: Sequence[str] = (),
+    answer: str | None = None,
+    predicted: str | None = None,
+):
     """A memory network's explorer frame: the story's sentences, one row each, with the weight hop
     ``hop`` (from 1) gives each as a bar; the supporting facts are starred; the other hops' weights
     are drawn as thin outlines for comparison. ``weights``: ``(K, M)`` over the M sentences."""
     from matplotlib.figure import Figure
+
     w = _to_numpy(weights)
     K, M = w.shape
     if M < len(sentences):
@@ -56,6 +71,7 @@ def addressing_figure(steps: dict, title: str | None = None):
     sharpened), each a weighting ``(N,)`` over the memory slots, the previous weighting outlined
     on the interpolation panel when ``steps`` has ``"previous"``."""
     from matplotlib.figure import Figure
+
     stages = [s for s in steps if s != "previous"]
     fig = Figure(figsize=(2.3 * len(stages), 2.4), layout="constrained")
     axes = fig.subplots(1, len(stages), sharey=True)
@@ -75,30 +91,39 @@ def addressing_figure(steps: dict, title: str | None = None):
     return fig
 
 
-def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | None = None,
-                     title: str | None = None):
+def ntm_heads_figure(inputs, outputs, write_weights, read_weights, slots: int | None = None, title: str | None = None):
     """What an NTM does on one copy sequence (Graves et al. 2014, Fig. 6): four panels over time,
     the input bits, the output bits (after the sigmoid), and the write and read weightings over a
     window of ``slots`` memory slots centred on slot 0, where both heads start (the memory is
     circular: a head that shifts by −1 from slot 0 goes on at slot N − 1, drawn above slot 0).
     ``inputs (T, bits + 1)``, ``outputs (T, bits)``, weightings ``(T, N)``."""
     from matplotlib.figure import Figure
-    arrays = [np.asarray(torch.as_tensor(a, dtype=torch.float32).detach().cpu()) for a in
-              (inputs, outputs, write_weights, read_weights)]
+
+    arrays = [
+        np.asarray(torch.as_tensor(a, dtype=torch.float32).detach().cpu())
+        for a in (inputs, outputs, write_weights, read_weights)
+    ]
     T = arrays[0].shape[0]
     if any(a.ndim != 2 or a.shape[0] != T for a in arrays):
-        raise ValueError("expected inputs (T, I), outputs (T, O), write and read weightings (T, N) with one T; got "
-                         + ", ".join(str(a.shape) for a in arrays))
+        raise ValueError(
+            "expected inputs (T, I), outputs (T, O), write and read weightings (T, N) with one T; got "
+            + ", ".join(str(a.shape) for a in arrays)
+        )
     N = arrays[2].shape[1]
     n = min(slots or N, N)
     order = [(k - n // 2) % N for k in range(n)]  # slots −n/2 … n/2 − 1, circularly
     fig = Figure(figsize=(9, 5.2), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True, height_ratios=[1, 2.2])
-    panels = [("inputs", arrays[0].T), ("outputs", arrays[1].T), ("write weighting", arrays[2][:, order].T),
-              ("read weighting", arrays[3][:, order].T)]
+    panels = [
+        ("inputs", arrays[0].T),
+        ("outputs", arrays[1].T),
+        ("write weighting", arrays[2][:, order].T),
+        ("read weighting", arrays[3][:, order].T),
+    ]
     for ax, (name, a) in zip(axes.flat, panels):
-        ax.imshow(a, aspect="auto", cmap="Greys" if "put" in name else "Oranges", vmin=0, vmax=1,
-                  interpolation="nearest")
+        ax.imshow(
+            a, aspect="auto", cmap="Greys" if "put" in name else "Oranges", vmin=0, vmax=1, interpolation="nearest"
+        )
         ax.set_title(name, fontsize=10)
         if "weighting" in name:
             ticks = list(range(0, n, max(1, n // 8)))
@@ -182,7 +207,9 @@ def addressing_explorer(mode: str = "auto", **defaults) -> Explorer:
         kernel[shift + 1] = 1.0
         kernel = 0.7 * kernel + 0.1  # (3,) 0.8 on the shift, 0.1 either side: blurred, as a trained head emits
         steps = address(memory, key, beta, g, previous, kernel, gamma)
-        return addressing_figure({"previous": previous[0]} | {k: v[0] for k, v in steps.items()},
-                                 title=f"β = {beta:g}, g = {g:g}, shift {shift:+d}, γ = {gamma:g}")
+        return addressing_figure(
+            {"previous": previous[0]} | {k: v[0] for k, v in steps.items()},
+            title=f"β = {beta:g}, g = {g:g}, shift {shift:+d}, γ = {gamma:g}",
+        )
 
     return explorer(draw, ADDRESSING_CONTROLS, defaults=defaults, mode=mode)

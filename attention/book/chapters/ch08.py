@@ -1,5 +1,6 @@
 """Chapter 8, soft and hard attention over an image (``notebooks/08-soft-hard.ipynb``): the canvases,
 a captioner's glimpse and its explorer."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -16,8 +17,9 @@ from ...widgets import Explorer, explorer, register_explorer
 __all__ = ["glimpse_figure", "canvases_figure", "GLIMPSE_VIEWS", "glimpse_explorer"]
 
 
-def glimpse_figure(image, weights, words: Sequence[str], step: int = 1, sample: int | None = None,
-                   title: str | None = None):
+def glimpse_figure(
+    image, weights, words: Sequence[str], step: int = 1, sample: int | None = None, title: str | None = None
+):
     """A captioner's explorer frame (chapter 8): the canvas ``image (H, W)`` with the attention
     ``weights (gh, gw)`` of step ``step`` (from 1) laid over it in orange, and the caption
     ``words`` below with the word written at that step in brackets. With ``sample`` (a grid cell
@@ -25,6 +27,7 @@ def glimpse_figure(image, weights, words: Sequence[str], step: int = 1, sample: 
     would read, the only thing it reads."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+
     img, w = _to_numpy(image), _to_numpy(weights)
     if img.ndim != 2 or w.ndim != 2:
         raise ValueError(f"expected image (H, W) and weights (gh, gw); got {img.shape} and {w.shape}")
@@ -42,8 +45,9 @@ def glimpse_figure(image, weights, words: Sequence[str], step: int = 1, sample: 
     ax.imshow(overlay, extent=(0, W, H, 0), interpolation="nearest")
     if sample is not None:
         r, c = divmod(int(sample), gw)
-        ax.add_patch(Rectangle((c * W / gw, r * H / gh), W / gw, H / gh, fill=False, edgecolor="tab:blue",
-                               linewidth=2.5))
+        ax.add_patch(
+            Rectangle((c * W / gw, r * H / gh), W / gw, H / gh, fill=False, edgecolor="tab:blue", linewidth=2.5)
+        )
     ax.set_xticks([])
     ax.set_yticks([])
     caption = " ".join(f"[{x}]" if i == step - 1 else x for i, x in enumerate(words))
@@ -58,6 +62,7 @@ def canvases_figure(images, captions: Sequence[Sequence[str]], boxes=None, grid:
     ``grid`` (gh, gw) drawn as thin lines."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+
     imgs = np.asarray(torch.as_tensor(images, dtype=torch.float32).detach().cpu())
     if imgs.ndim != 3 or len(captions) != imgs.shape[0]:
         raise ValueError(f"expected images (n, H, W) and n captions; got {imgs.shape} and {len(captions)} captions")
@@ -66,9 +71,10 @@ def canvases_figure(images, captions: Sequence[Sequence[str]], boxes=None, grid:
     axes = fig.subplots(1, n, squeeze=False)[0]
     for i, ax in enumerate(axes):
         ax.imshow(imgs[i], cmap="Greys", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
-        for top, left, bottom, right in (boxes[i] if boxes is not None else []):
-            ax.add_patch(Rectangle((left, top), right - left, bottom - top, fill=False, edgecolor="tab:green",
-                                   linewidth=1.2))
+        for top, left, bottom, right in boxes[i] if boxes is not None else []:
+            ax.add_patch(
+                Rectangle((left, top), right - left, bottom - top, fill=False, edgecolor="tab:green", linewidth=1.2)
+            )
         if grid is not None:
             gh, gw = grid
             for r in range(1, gh):
@@ -121,16 +127,29 @@ def glimpse_explorer(models: dict | None = None, data=None, examples=None, mode:
             frames[label, name] = (batch.images[0, 0], attention[:n].reshape(n, *model.grid), words)
             steps = max(steps, n)
 
-    def draw(image: str = next(iter(frames))[0], model: str = next(iter(models)), step: int = 1,
-             view: str = "weights"):
+    def draw(image: str = next(iter(frames))[0], model: str = next(iter(models)), step: int = 1, view: str = "weights"):
         picture, weights, words = frames[image, model]
         k = min(step, len(words))
         sample = None
         if view != "weights":
             g = torch.Generator().manual_seed(1000 * k + GLIMPSE_VIEWS.index(view))
             sample = int(torch.multinomial(weights[k - 1].reshape(-1), 1, generator=g))
-        return glimpse_figure(picture, weights[k - 1], words, k, sample,
-                              title=f"{model} attention, step {k}" + (f", {view}" if sample is not None else ""))
+        return glimpse_figure(
+            picture,
+            weights[k - 1],
+            words,
+            k,
+            sample,
+            title=f"{model} attention, step {k}" + (f", {view}" if sample is not None else ""),
+        )
 
-    return explorer(draw, {"image": list(dict.fromkeys(i for i, _ in frames)), "model": list(models),
-                           "step": list(range(1, steps + 1)), "view": GLIMPSE_VIEWS}, mode=mode)
+    return explorer(
+        draw,
+        {
+            "image": list(dict.fromkeys(i for i, _ in frames)),
+            "model": list(models),
+            "step": list(range(1, steps + 1)),
+            "view": GLIMPSE_VIEWS,
+        },
+        mode=mode,
+    )

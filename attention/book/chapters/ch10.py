@@ -1,5 +1,6 @@
 """Chapter 10, do the weights explain the decision? (``notebooks/10-evaluation.ipynb``): the faithfulness
 explorer (the model's own weights against permuted, uniform, without-top and adversarial ones)."""
+
 from __future__ import annotations
 
 import torch
@@ -41,19 +42,26 @@ def faithfulness_explorer(model=None, data=None, sentences=None, eps: float = 0.
         tokens, lengths = batch.tokens, batch.lengths
         with torch.no_grad():
             own = model(tokens, lengths).attention["features"]  # (1, T, F)
-        variants = {"the model's own": own, "permuted": permuted(own, lengths, torch.Generator().manual_seed(0)),
-                    "uniform": uniform(own, lengths), "without top": without_top(own, lengths),
-                    "adversarial": adversarial(model, tokens, lengths, own, eps)}
+        variants = {
+            "the model's own": own,
+            "permuted": permuted(own, lengths, torch.Generator().manual_seed(0)),
+            "uniform": uniform(own, lengths),
+            "without top": without_top(own, lengths),
+            "adversarial": adversarial(model, tokens, lengths, own, eps),
+        }
         with torch.no_grad():
-            positive = {k: torch.softmax(logits_with_weights(model, tokens, lengths, w), -1)[0, -1].item()
-                        for k, w in variants.items()}
+            positive = {
+                k: torch.softmax(logits_with_weights(model, tokens, lengths, w), -1)[0, -1].item()
+                for k, w in variants.items()
+            }
         rows = torch.stack([w[0].mean(-1).cpu() for w in variants.values()])  # (5, T)
         frames[" ".join(e.tokens)] = (list(e.tokens), rows, positive)
 
     def draw(sentence: str = next(iter(frames)), weights: str = WEIGHT_VARIANTS[0]):
         tokens, rows, positive = frames[sentence]
         title = f"P({data.labels[-1]}) = {positive[weights]:.3f}\n(own weights: {positive[WEIGHT_VARIANTS[0]]:.3f})"
-        return attention_rows_figure(tokens, rows, WEIGHT_VARIANTS.index(weights) + 1, row_labels=WEIGHT_VARIANTS,
-                                     title=title)
+        return attention_rows_figure(
+            tokens, rows, WEIGHT_VARIANTS.index(weights) + 1, row_labels=WEIGHT_VARIANTS, title=title
+        )
 
     return explorer(draw, {"sentence": list(frames), "weights": WEIGHT_VARIANTS}, mode=mode)

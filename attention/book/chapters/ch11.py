@@ -1,5 +1,6 @@
 """Chapter 11, closing (``notebooks/11-closing.ipynb``): every recorded comparison of the book, one
 record of the leaderboard at a time."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -14,6 +15,7 @@ def results_figure(rows: Sequence[dict], title: str | None = None):
     """One record of the leaderboard (:func:`attention.book.leaderboard.leaderboard` rows of one record)
     as horizontal bars, mean ± sd over the seeds, grey for models without attention, orange with."""
     from matplotlib.figure import Figure
+
     rows = list(rows)
     if not rows:
         raise ValueError("results_figure needs at least one row")

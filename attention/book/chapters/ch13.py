@@ -1,5 +1,6 @@
 """The performance appendix (``book/13-performance.md``, ``notebooks/13-performance.ipynb``): the
 recorded benchmark, one group at a time (its figures are :mod:`attention.book.benchviz`'s)."""
+
 from __future__ import annotations
 
 from ...results import load_result

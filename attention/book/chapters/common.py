@@ -1,6 +1,7 @@
 """What several chapters' explorers share: the hand-written demo sentences, the first few short
 sentences of a set, one classifier's attention on one sentence, and the untrained multi-dimensional
 attention model (chapters 4 and 10)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -16,9 +17,11 @@ __all__: list[str] = []
 
 
 #: a few hand-written movie sentences for the untrained demo models of the explorers of chapters 4-6
-_DEMO_SENTENCES = ("the plot is thin but the acting is wonderful .",
-                   "a dull , lifeless film that never finds its story .",
-                   "funny and sad at once , and never boring .")
+_DEMO_SENTENCES = (
+    "the plot is thin but the acting is wonderful .",
+    "a dull , lifeless film that never finds its story .",
+    "funny and sad at once , and never boring .",
+)
 
 
 def _demo_sentiment() -> ClassificationData:
@@ -31,7 +34,7 @@ def _demo_sentiment() -> ClassificationData:
 def _short_sentences(examples: Sequence, n: int = 3, shortest: int = 5, longest: int = 12) -> list:
     """The first ``n`` examples with ``shortest`` to ``longest`` words (topped up with the first ones)."""
     chosen = [e for e in examples if shortest <= len(e.tokens) <= longest][:n]
-    return chosen + [e for e in examples if e not in chosen][:n - len(chosen)]
+    return chosen + [e for e in examples if e not in chosen][: n - len(chosen)]
 
 
 @torch.no_grad()
@@ -51,5 +54,8 @@ def _demo_features():
     """An untrained multi-dimensional attention model on the demo sentences: enough to drive the widget."""
     data = _demo_sentiment()
     torch.manual_seed(0)
-    return AttentionPooling(AttentionPoolingConfig(len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8,
-                                                   attention_dim=16, mlp_dim=16)), data
+    return AttentionPooling(
+        AttentionPoolingConfig(
+            len(data.vocab), len(data.labels), embed_dim=16, hidden_dim=8, attention_dim=16, mlp_dim=16
+        )
+    ), data

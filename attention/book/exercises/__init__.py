@@ -10,6 +10,7 @@ the website hides behind a toggle) and a typical wrong answer, and ``tests/test_
 each checker against both (:func:`verdict` returns the verdict without printing it).
 ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
 """
+
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11  # noqa: F401  (importing a chapter registers its exercises)
 from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, verdict, wrong
 

@@ -9,6 +9,7 @@ Each chapter's exercises live in ``attention/book/exercises/chNN.py``, registere
 toggle) and a typical wrong answer, and ``tests/test_exercises.py`` runs each checker against both.
 ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,13 +18,27 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-__all__ = ["Verdict", "Exercise", "EXERCISES", "exercise", "check", "verdict", "right", "wrong", "close_to", "numbers",
-           "all_close", "fmt_numbers", "returned"]
+__all__ = [
+    "Verdict",
+    "Exercise",
+    "EXERCISES",
+    "exercise",
+    "check",
+    "verdict",
+    "right",
+    "wrong",
+    "close_to",
+    "numbers",
+    "all_close",
+    "fmt_numbers",
+    "returned",
+]
 
 
 @dataclass
 class Verdict:
     """What a checker returns: right or wrong, and why."""
+
     correct: bool
     message: str
 
@@ -48,6 +63,7 @@ def wrong(message: str) -> Verdict:
 @dataclass
 class Exercise:
     """One exercise: its checker, its solution and a typical wrong answer."""
+
     key: str  # "<chapter>.<n>", e.g. "4.2": what the reader passes to check()
     title: str  # one line, as the narrative page names it
     checker: Callable[[Any], Verdict]  # answer -> Verdict
@@ -56,7 +72,9 @@ class Exercise:
 
     def check(self, answer: Any) -> Verdict:
         if answer is None or answer is Ellipsis:
-            return wrong(f"no answer yet: replace the ... with your answer to exercise {self.key} and run the cell again")
+            return wrong(
+                f"no answer yet: replace the ... with your answer to exercise {self.key} and run the cell again"
+            )
         try:
             verdict = self.checker(answer)
         except Exception as err:  # a reader's function that raises is a wrong answer, said plainly

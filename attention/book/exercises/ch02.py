@@ -8,6 +8,7 @@ The checkers compare with what the package computes: ``nn.GRUCell``'s parameters
 :func:`~attention.models.decoding.beam_search` run on :class:`ToyDecoder`, a "model" whose
 next-token probabilities come from a small table (book chapter 2, "Decoding").
 """
+
 from __future__ import annotations
 
 import math
@@ -25,6 +26,7 @@ __all__ = ["ToyDecoder", "GREEDY_VS_BEAM", "LENGTH_PENALTY", "SHORT", "LONG"]
 
 
 # --------------------------------------------------------------------------- a decoder from a table
+
 
 @dataclass
 class ToyConfig:
@@ -108,9 +110,12 @@ def _gru_cell_parameters(inputs: int, hidden: int) -> int:
     return sum(p.numel() for p in nn.GRUCell(inputs, hidden).parameters())
 
 
-@exercise("2.1", "Parameters of the decoder's GRU cell",
-          solution=lambda: 3 * ((E + HE) * HD + HD * HD + 2 * HD),
-          wrong_answer=lambda: 3 * (E * HD + HD * HD + 2 * HD))
+@exercise(
+    "2.1",
+    "Parameters of the decoder's GRU cell",
+    solution=lambda: 3 * ((E + HE) * HD + HD * HD + 2 * HD),
+    wrong_answer=lambda: 3 * (E * HD + HD * HD + 2 * HD),
+)
 def decoder_cell_parameters(answer) -> Verdict:
     expected = _gru_cell_parameters(E + HE, HD)
     try:
@@ -118,32 +123,36 @@ def decoder_cell_parameters(answer) -> Verdict:
     except (TypeError, ValueError):
         return wrong(f"the answer should be a whole number of parameters, got {answer!r}")
     if got == expected:
-        return right(f"{got:,} parameters, as nn.GRUCell({E + HE}, {HD}) has: 3 blocks (reset, update, "
-                     f"candidate), each with input weights ({E + HE}·{HD}), recurrent weights ({HD}·{HD}) "
-                     f"and two biases ({HD} each)")
+        return right(
+            f"{got:,} parameters, as nn.GRUCell({E + HE}, {HD}) has: 3 blocks (reset, update, "
+            f"candidate), each with input weights ({E + HE}·{HD}), recurrent weights ({HD}·{HD}) "
+            f"and two biases ({HD} each)"
+        )
     hints = {
         3 * (E * HD + HD * HD + 2 * HD): f"that is a cell whose input is the embedding alone ({E}): the decoder "
-                                         f"reads [E_y y_(t-1); c], E + He = {E + HE} numbers (or, the same "
-                                         f"number here, a cell without its recurrent weights U, H·H per block)",
+        f"reads [E_y y_(t-1); c], E + He = {E + HE} numbers (or, the same "
+        f"number here, a cell without its recurrent weights U, H·H per block)",
         3 * (HE * HD + HD * HD + 2 * HD): f"that is an input of {HE} numbers; the input is [E_y y_(t-1); c]: "
-                                          f"the embedding ({E}) and c, which holds both directions of the "
-                                          f"encoder ({HE}), E + He = {E + HE} numbers",
-        3 * ((E + HE) * HD + HD * HD): "no biases: PyTorch's GRUCell has two bias vectors per block, "
-                                       "b_ih and b_hh",
+        f"the embedding ({E}) and c, which holds both directions of the "
+        f"encoder ({HE}), E + He = {E + HE} numbers",
+        3 * ((E + HE) * HD + HD * HD): "no biases: PyTorch's GRUCell has two bias vectors per block, b_ih and b_hh",
         3 * ((E + HE) * HD + HD * HD + HD): "one bias per block; PyTorch's GRUCell has two, b_ih and b_hh "
-                                            "(the candidate's b_hh sits inside r ⊙ (U h + b_hh))",
+        "(the candidate's b_hh sits inside r ⊙ (U h + b_hh))",
         4 * ((E + HE) * HD + HD * HD + 2 * HD): "four blocks is an LSTM cell (input, forget, cell, output); "
-                                                "a GRU has three",
+        "a GRU has three",
         (E + HE) * HD + HD * HD + 2 * HD: "that is one block; a GRU has three (reset gate, update gate, "
-                                          "candidate state), each with its own weights",
+        "candidate state), each with its own weights",
     }
     if got in hints:
         return wrong(f"{got:,}: {hints[got]}")
-    return wrong(f"{got:,} is off by {got - expected:+,}; per block: in·H input weights, H·H recurrent "
-                 f"weights, 2H biases, with in = E + He = {E + HE} and H = Hd = {HD}")
+    return wrong(
+        f"{got:,} is off by {got - expected:+,}; per block: in·H input weights, H·H recurrent "
+        f"weights, 2H biases, with in = E + He = {E + HE} and H = Hd = {HD}"
+    )
 
 
 # --------------------------------------------------------------------------- 2.2 reversing a padded batch
+
 
 def _reverse_by_hand(x: Tensor, lengths: Tensor) -> Tensor:
     out = x.clone()
@@ -152,9 +161,12 @@ def _reverse_by_hand(x: Tensor, lengths: Tensor) -> Tensor:
     return out
 
 
-@exercise("2.2", "Reverse a padded batch",
-          solution=lambda: _reverse_by_hand,
-          wrong_answer=lambda: (lambda x, lengths: x.flip(1)))
+@exercise(
+    "2.2",
+    "Reverse a padded batch",
+    solution=lambda: _reverse_by_hand,
+    wrong_answer=lambda: lambda x, lengths: x.flip(1),
+)
 def reverse_a_padded_batch(answer) -> Verdict:
     if not callable(answer):
         return wrong(f"the answer should be a function f(x, lengths), got {type(answer).__name__}")
@@ -172,22 +184,30 @@ def reverse_a_padded_batch(answer) -> Verdict:
     if problem:
         return wrong(problem)
     if got.shape != expected.shape:
-        return wrong(f"the function returned shape {tuple(got.shape)}; the batch is {tuple(expected.shape)} "
-                     "and the reversed batch keeps that shape")
+        return wrong(
+            f"the function returned shape {tuple(got.shape)}; the batch is {tuple(expected.shape)} "
+            "and the reversed batch keeps that shape"
+        )
     if torch.equal(got, expected):
-        return right("each sentence reversed within its own length, padding left at the end; it equals "
-                     "attention.models.reverse_padded on a random batch")
+        return right(
+            "each sentence reversed within its own length, padding left at the end; it equals "
+            "attention.models.reverse_padded on a random batch"
+        )
     if torch.equal(got, x.flip(1)):
-        return wrong("you reversed whole rows, padding included: a short sentence now starts with <pad>, "
-                     "and the encoder would read the padding first. Reverse only the first lengths[b] entries")
+        return wrong(
+            "you reversed whole rows, padding included: a short sentence now starts with <pad>, "
+            "and the encoder would read the padding first. Reverse only the first lengths[b] entries"
+        )
     if torch.equal(got, x):
         return wrong("the batch came back unchanged")
     real = torch.arange(S) < lengths[:, None]  # (B, S), True = a real token
     if torch.equal(got[real], expected[real]):
         return wrong("the real tokens are right, but the padding positions changed; leave them as they were")
     b = next(i for i in range(B) if not torch.equal(got[i], expected[i]))
-    return wrong(f"row {b} (length {lengths[b].item()}) is {got[b].tolist()}; reversed within its length it "
-                 f"is {expected[b].tolist()}")
+    return wrong(
+        f"row {b} (length {lengths[b].item()}) is {got[b].tolist()}; reversed within its length it "
+        f"is {expected[b].tolist()}"
+    )
 
 
 # --------------------------------------------------------------------------- 2.3 greedy against beam search
@@ -200,16 +220,20 @@ GREEDY_VS_BEAM: dict[tuple[str, ...], dict[str, float]] = {
 }
 
 
-@exercise("2.3", "Greedy or beam search",
-          solution=lambda: (["the", "cat"], ["a", "dog"]),
-          wrong_answer=lambda: (["the", "cat"], ["the", "cat"]))
+@exercise(
+    "2.3",
+    "Greedy or beam search",
+    solution=lambda: (["the", "cat"], ["a", "dog"]),
+    wrong_answer=lambda: (["the", "cat"], ["the", "cat"]),
+)
 def greedy_or_beam(answer) -> Verdict:
     toy = ToyDecoder(GREEDY_VS_BEAM)
     greedy, _ = toy.decode()
     beam, _ = toy.decode(beam_size=2)
     if not isinstance(answer, (list, tuple)) or len(answer) != 2:
-        return wrong("the answer should be a pair: (greedy's words, beam search's words), "
-                     "e.g. (['a', 'cat'], ['the', 'dog'])")
+        return wrong(
+            "the answer should be a pair: (greedy's words, beam search's words), e.g. (['a', 'cat'], ['the', 'dog'])"
+        )
     got = [_words(a, what) for a, what in zip(answer, ("greedy's output", "beam search's output"))]
     for g in got:
         if isinstance(g, str):
@@ -222,18 +246,26 @@ def greedy_or_beam(answer) -> Verdict:
     if got_greedy == beam and got_beam == greedy:
         return wrong("the two are swapped: the first is greedy's output, the second beam search's")
     if got_greedy != greedy:
-        return wrong(f"greedy takes the most probable word at each step, from the words it has already "
-                     f"chosen: {' → '.join(greedy + ['<eos>'])}, {p(greedy)}; you wrote {' '.join(got_greedy)}")
+        return wrong(
+            f"greedy takes the most probable word at each step, from the words it has already "
+            f"chosen: {' → '.join(greedy + ['<eos>'])}, {p(greedy)}; you wrote {' '.join(got_greedy)}"
+        )
     if got_beam != beam:
         if got_beam == greedy:
-            return wrong(f"with K = 2 the beam keeps a second hypothesis after step 1, and at step 2 the "
-                         f"candidates of both are compared: {p(greedy)} loses to one that starts with a "
-                         f"less probable first word")
-        return wrong(f"{p(got_beam)}; follow the 2 best hypotheses step by step: after step 1 they are "
-                     f"'the' (0.5) and 'a' (0.4); extend both, keep the 2 best of the extensions, and so on")
-    return right(f"greedy writes '{' '.join(greedy)}' ({p(greedy)}); beam search with K = 2 keeps "
-                 f"'{beam[0]}' after step 1 and finds '{' '.join(beam)}' ({p(beam)}), as "
-                 f"attention.models.decoding.beam_search does")
+            return wrong(
+                f"with K = 2 the beam keeps a second hypothesis after step 1, and at step 2 the "
+                f"candidates of both are compared: {p(greedy)} loses to one that starts with a "
+                f"less probable first word"
+            )
+        return wrong(
+            f"{p(got_beam)}; follow the 2 best hypotheses step by step: after step 1 they are "
+            f"'the' (0.5) and 'a' (0.4); extend both, keep the 2 best of the extensions, and so on"
+        )
+    return right(
+        f"greedy writes '{' '.join(greedy)}' ({p(greedy)}); beam search with K = 2 keeps "
+        f"'{beam[0]}' after step 1 and finds '{' '.join(beam)}' ({p(beam)}), as "
+        f"attention.models.decoding.beam_search does"
+    )
 
 
 # --------------------------------------------------------------------------- 2.4 the length penalty
@@ -259,17 +291,19 @@ def _ranks(log=math.log, count_eos: bool = True) -> list[float]:
     for alpha in (0, 1):
         for hyp in (SHORT, LONG):
             n = len(hyp) if count_eos else len(hyp) - 1
-            out.append(sum(log(p) for _, p in hyp) / n ** alpha)
+            out.append(sum(log(p) for _, p in hyp) / n**alpha)
     return out
 
 
-@exercise("2.4", "Why a length penalty",
-          solution=lambda: _ranks(),
-          wrong_answer=lambda: _ranks(count_eos=False))
+@exercise("2.4", "Why a length penalty", solution=lambda: _ranks(), wrong_answer=lambda: _ranks(count_eos=False))
 def length_penalty(answer) -> Verdict:
     expected = _ranks()
-    names = ["short hypothesis at α = 0", "long hypothesis at α = 0", "short hypothesis at α = 1",
-             "long hypothesis at α = 1"]
+    names = [
+        "short hypothesis at α = 0",
+        "long hypothesis at α = 0",
+        "short hypothesis at α = 1",
+        "long hypothesis at α = 1",
+    ]
     try:
         got = [float(v) for v in answer]
     except (TypeError, ValueError):
@@ -281,20 +315,27 @@ def length_penalty(answer) -> Verdict:
         toy = ToyDecoder(LENGTH_PENALTY)
         plain, _ = toy.decode(beam_size=2, length_penalty=0.0)
         penalised, _ = toy.decode(beam_size=2, length_penalty=1.0)
-        return right(f"without a penalty the short one ranks higher ({expected[0]:.3f} > {expected[1]:.3f}), "
-                     f"per token the long one does ({expected[3]:.3f} > {expected[2]:.3f}); beam_search with "
-                     f"K = 2 returns '{' '.join(plain)}' with length_penalty=0 and '{' '.join(penalised)}' "
-                     f"with length_penalty=1")
+        return right(
+            f"without a penalty the short one ranks higher ({expected[0]:.3f} > {expected[1]:.3f}), "
+            f"per token the long one does ({expected[3]:.3f} > {expected[2]:.3f}); beam_search with "
+            f"K = 2 returns '{' '.join(plain)}' with length_penalty=0 and '{' '.join(penalised)}' "
+            f"with length_penalty=1"
+        )
     if all(g > 0 for g in got):
-        return wrong("log-probabilities of probabilities below 1 are negative; did you drop the minus sign "
-                     "or give probabilities?")
-    for other, why in ((_ranks(count_eos=False), "|y| counts <eos> too: the short hypothesis has 3 tokens, "
-                                                 "the long one 5"),
-                       (_ranks(log=math.log10), "use the natural logarithm (math.log), not log10")):
+        return wrong(
+            "log-probabilities of probabilities below 1 are negative; did you drop the minus sign "
+            "or give probabilities?"
+        )
+    for other, why in (
+        (_ranks(count_eos=False), "|y| counts <eos> too: the short hypothesis has 3 tokens, the long one 5"),
+        (_ranks(log=math.log10), "use the natural logarithm (math.log), not log10"),
+    ):
         if all(abs(g - o) <= tol for g, o in zip(got, other)):
             return wrong(why)
     for g, e, name in zip(got, expected, names):
         if abs(g - e) > tol:
-            return wrong(f"your rank of the {name}, {g:.4g}, is off by {g - e:+.3g}; "
-                         f"rank = (Σ_t log p_t) / |y|^α, natural log, |y| counting <eos>")
+            return wrong(
+                f"your rank of the {name}, {g:.4g}, is off by {g - e:+.3g}; "
+                f"rank = (Σ_t log p_t) / |y|^α, natural log, |y| counting <eos>"
+            )
     return wrong("not yet")  # pragma: no cover - every wrong answer differs in some entry

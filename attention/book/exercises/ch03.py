@@ -5,6 +5,7 @@ Each checker compares the reader's answer with what the package computes: the ad
 the saving with the size of an ``AdditiveScore``'s ``U_a``, the AER with :func:`attention.metrics.aer`.
 The narrative (``book/03-bahdanau.md``, "Exercises") asks the questions and hides the solutions.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,8 +43,7 @@ def _additive_case():
 
 def _weights(score):
     """The score's weights as plain matrices: W_a (A, Hd), U_a (A, He), v_a (A,)."""
-    return (score.W_a.weight.detach().clone(), score.U_a.weight.detach().clone(),
-            score.v_a.weight.detach()[0].clone())
+    return (score.W_a.weight.detach().clone(), score.U_a.weight.detach().clone(), score.v_a.weight.detach()[0].clone())
 
 
 def _additive_solution():
@@ -52,6 +52,7 @@ def _additive_solution():
         query = s[:-1] @ W_a.T  # (T, A): W_a s_{t-1}, the state *before* each step
         keys = H @ U_a.T  # (S, A): U_a h_i, once for all steps
         return torch.tanh(query[:, None, :] + keys[None, :, :]) @ v_a  # (T, S, A) @ (A,) -> (T, S)
+
     return scores
 
 
@@ -59,11 +60,11 @@ def _additive_with_s_t():
     def scores(s, H, W_a, U_a, v_a):
         query = s[1:] @ W_a.T  # s_t instead of s_{t-1}: the tempting mistake
         return torch.tanh(query[:, None, :] + (H @ U_a.T)[None, :, :]) @ v_a
+
     return scores
 
 
-@exercise("3.1", "The additive score by hand",
-          solution=_additive_solution, wrong_answer=_additive_with_s_t)
+@exercise("3.1", "The additive score by hand", solution=_additive_solution, wrong_answer=_additive_with_s_t)
 def check_additive(answer) -> Verdict:
     if not callable(answer):
         return wrong("the answer is a function scores(s, H, W_a, U_a, v_a) that returns e of shape (T, S)")
@@ -82,29 +83,41 @@ def check_additive(answer) -> Verdict:
         return a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6)
 
     if same(got, expected):
-        return right(f"your scores equal AdditiveScore's for T={_T} steps and S={_S} source positions "
-                     "(the query of step t is s_{t-1})")
+        return right(
+            f"your scores equal AdditiveScore's for T={_T} steps and S={_S} source positions "
+            "(the query of step t is s_{t-1})"
+        )
     if same(got, with_s_t):
-        return wrong("you scored with s_t; Bahdanau's score reads s_{t-1}, the state before step t "
-                     "(s_t is computed from c_t, so it cannot be used to build c_t): use the rows s[:-1]")
+        return wrong(
+            "you scored with s_t; Bahdanau's score reads s_{t-1}, the state before step t "
+            "(s_t is computed from c_t, so it cannot be used to build c_t): use the rows s[:-1]"
+        )
     if same(got, every_state):
-        return wrong(f"you returned {_T + 1} rows, one per state s_0..s_T; there are T={_T} output steps, "
-                     "and step t reads only s_{t-1}: use the rows s[:-1]")
+        return wrong(
+            f"you returned {_T + 1} rows, one per state s_0..s_T; there are T={_T} output steps, "
+            "and step t reads only s_{t-1}: use the rows s[:-1]"
+        )
     if same(got, torch.softmax(expected, -1)):
-        return wrong("these are the weights alpha = softmax(e), each row summing to 1; the exercise asks "
-                     "for the scores e before the softmax")
+        return wrong(
+            "these are the weights alpha = softmax(e), each row summing to 1; the exercise asks "
+            "for the scores e before the softmax"
+        )
     if same(got, no_tanh):
-        return wrong("you forgot the tanh: without it v_aᵀ(W_a s + U_a h) is linear, and the part "
-                     "v_aᵀ W_a s_{t-1} is the same for every i, so the softmax would ignore the query")
+        return wrong(
+            "you forgot the tanh: without it v_aᵀ(W_a s + U_a h) is linear, and the part "
+            "v_aᵀ W_a s_{t-1} is the same for every i, so the softmax would ignore the query"
+        )
     if same(got, expected.T):
-        return wrong(f"the values are right but transposed: return (T, S) = ({_T}, {_S}), one row per "
-                     "output step")
+        return wrong(f"the values are right but transposed: return (T, S) = ({_T}, {_S}), one row per output step")
     if got.shape != expected.shape:
-        return wrong(f"e should have shape (T, S) = ({_T}, {_S}), one row per output step t = 1..T; "
-                     f"got {tuple(got.shape)}")
+        return wrong(
+            f"e should have shape (T, S) = ({_T}, {_S}), one row per output step t = 1..T; got {tuple(got.shape)}"
+        )
     gap = (got - expected).abs().max().item()
-    return wrong(f"the shape is right but the values differ from AdditiveScore's by up to {gap:.3g}: "
-                 "check each product (W_a s_{t-1} is (A,), U_a h_i is (A,), then tanh, then v_aᵀ)")
+    return wrong(
+        f"the shape is right but the values differ from AdditiveScore's by up to {gap:.3g}: "
+        "check each product (W_a s_{t-1} is (A,), U_a h_i is (A,), then tanh, then v_aᵀ)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,32 +145,37 @@ def _as_numbers(answer) -> list[float] | None:
         return None
 
 
-@exercise("3.2", "The context vector c_t",
-          solution=_context_expected, wrong_answer=lambda: [0.25, 1.25])
+@exercise("3.2", "The context vector c_t", solution=_context_expected, wrong_answer=lambda: [0.25, 1.25])
 def check_context(answer) -> Verdict:
     got = _as_numbers(answer)
     if got is None:
         return wrong(f"give c_t as a list of two numbers, e.g. [0.5, 1.0]; got {answer!r}")
     expected = _context_expected()
     if len(got) == len(_ALPHA):
-        return wrong(f"you gave {len(got)} numbers, one per source character; c_t = Σ_i α_ti h_i is one "
-                     f"vector the size of one annotation ({len(expected)} numbers): add the weighted "
-                     "annotations up")
+        return wrong(
+            f"you gave {len(got)} numbers, one per source character; c_t = Σ_i α_ti h_i is one "
+            f"vector the size of one annotation ({len(expected)} numbers): add the weighted "
+            "annotations up"
+        )
     if len(got) != len(expected):
         return wrong(f"c_t has the size of one annotation: {len(expected)} numbers; got {len(got)}")
     if all(abs(a - b) <= 1e-3 for a, b in zip(got, expected)):
-        return right(f"c_t = [{expected[0]:.2f}, {expected[1]:.2f}], the same as attention.attend; most "
-                     "of it comes from 學 and 習, the characters of 'learning'")
+        return right(
+            f"c_t = [{expected[0]:.2f}, {expected[1]:.2f}], the same as attention.attend; most "
+            "of it comes from 學 and 習, the characters of 'learning'"
+        )
     columns = list(zip(*_ANNOTATIONS))
     mean = [sum(c) / len(c) for c in columns]
     total = [sum(c) for c in columns]
     if all(abs(a - b) <= 1e-3 for a, b in zip(got, mean)):
-        return wrong("that is the plain average of the annotations, as if every α_ti were 1/4; weight "
-                     "each h_i by its α_ti")
+        return wrong(
+            "that is the plain average of the annotations, as if every α_ti were 1/4; weight each h_i by its α_ti"
+        )
     if all(abs(a - b) <= 1e-3 for a, b in zip(got, total)):
         return wrong("that is the unweighted sum of the annotations; multiply each h_i by its α_ti first")
-    return wrong(f"c_t is not [{got[0]:.3g}, {got[1]:.3g}]: compute each coordinate as "
-                 "Σ_i α_ti × (that coordinate of h_i)")
+    return wrong(
+        f"c_t is not [{got[0]:.3g}, {got[1]:.3g}]: compute each coordinate as Σ_i α_ti × (that coordinate of h_i)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,9 +194,12 @@ def _saved_expected(S: int, T: int, He: int, A: int) -> int:
     return (T - 1) * S * per_annotation
 
 
-@exercise("3.3", "Why U_a h_i is computed once per sentence",
-          solution=lambda: (lambda S, T, He, A: (T - 1) * S * He * A),
-          wrong_answer=lambda: (lambda S, T, He, A: T * S * He * A))
+@exercise(
+    "3.3",
+    "Why U_a h_i is computed once per sentence",
+    solution=lambda: lambda S, T, He, A: (T - 1) * S * He * A,
+    wrong_answer=lambda: lambda S, T, He, A: T * S * He * A,
+)
 def check_saving(answer) -> Verdict:
     if not callable(answer):
         return wrong("give a function of the sizes, e.g. lambda S, T, He, A: S * T  (not a number)")
@@ -189,11 +210,11 @@ def check_saving(answer) -> Verdict:
     expected = _saved_expected(S, T, He, A)
     tempting = {
         T * S * He * A: "that is what projecting at every step costs in all; with the keys computed once "
-                        "you still pay one projection, S·He·A: subtract it",
+        "you still pay one projection, S·He·A: subtract it",
         S * He * A: "that is the cost of the one projection you still make; the saving is what the other "
-                    "T - 1 steps no longer do",
+        "T - 1 steps no longer do",
         2 * expected: "that counts the multiplications and the additions separately (FLOPs); count one "
-                      "multiply-add per weight of U_a per annotation",
+        "multiply-add per weight of U_a per annotation",
         (T - 1) * S * A: "U_a h_i is a (A × He) matrix times a vector of size He: A·He multiply-adds, not A",
         (T - 1) * S * He: "U_a h_i is a (A × He) matrix times a vector of size He: A·He multiply-adds, not He",
         (T - 1) * He * A: "there are S annotations h_1..h_S, each projected by U_a: multiply by S",
@@ -206,10 +227,13 @@ def check_saving(answer) -> Verdict:
             return wrong(problem)
         expected = _saved_expected(*sizes)
         if value != expected:
-            return wrong(f"for (S, T, He, A) = {sizes} your formula gives {value:g}, but the steps after the "
-                         f"first skip {expected:g} multiply-adds (S annotations, A·He each, T - 1 steps)")
-    return right("(T - 1)·S·He·A multiply-adds saved: the S keys U_a h_i cost S·He·A once, instead of at "
-                 "each of the T steps")
+            return wrong(
+                f"for (S, T, He, A) = {sizes} your formula gives {value:g}, but the steps after the "
+                f"first skip {expected:g} multiply-adds (S annotations, A·He each, T - 1 steps)"
+            )
+    return right(
+        "(T - 1)·S·He·A multiply-adds saved: the S keys U_a h_i cost S·He·A once, instead of at each of the T steps"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,8 +254,7 @@ def _aer_expected() -> float:
     return aer(_PREDICTED, _SURE, _POSSIBLE)
 
 
-@exercise("3.4", "Alignment error rate by hand",
-          solution=_aer_expected, wrong_answer=lambda: 0.25)
+@exercise("3.4", "Alignment error rate by hand", solution=_aer_expected, wrong_answer=lambda: 0.25)
 def check_aer(answer) -> Verdict:
     try:
         value = float(answer)
@@ -242,20 +265,21 @@ def check_aer(answer) -> Verdict:
     digits_only = aer({(i, t) for i, t in a if t not in _HYPHENS}, s, p)
     tempting = {
         1 - len(a & s) / len(s): "that is 1 - recall of the sure links, |A∩S|/|S|; AER also counts "
-                                 "the links of A outside P",
+        "the links of A outside P",
         1 - len(a & p) / len(a): "that is 1 - precision, |A∩P|/|A|; AER also counts the sure links A misses",
         1 - 2 * len(a & s) / (len(a) + len(s)): "you counted |A∩S| twice; the second term is |A∩P|, "
-                                                "which also credits the possible links (年 and 月 here)",
-        1 - 2 * len(a & p) / (len(a) + len(s)): "you counted |A∩P| twice; the first term is |A∩S|, the "
-                                                "sure links only",
+        "which also credits the possible links (年 and 月 here)",
+        1 - 2 * len(a & p) / (len(a) + len(s)): "you counted |A∩P| twice; the first term is |A∩S|, the sure links only",
         1 - (len(a & s) + len(a & p)) / (len(a) + len(p)): "the denominator is |A| + |S|, not |A| + |P|",
         digits_only: "that is the AER over the digits only; the question counts every link of A, the "
-                     "two hyphens' links included",
+        "two hyphens' links included",
     }
     if abs(value - expected) <= 1e-3:
         return right(f"AER = {expected:.4f}, as attention.metrics.aer computes it")
     for wrong_value, why in tempting.items():
         if abs(value - wrong_value) <= 1e-3:
             return wrong(f"{value:.4g}: {why}")
-    return wrong(f"AER = {value:.4g} is not it: count |A| = {len(a)}, |S| = {len(s)}, then |A∩S| and |A∩P| "
-                 "and use 1 - (|A∩S| + |A∩P|) / (|A| + |S|)")
+    return wrong(
+        f"AER = {value:.4g} is not it: count |A| = {len(a)}, |S| = {len(s)}, then |A∩S| and |A∩P| "
+        "and use 1 - (|A∩S| + |A∩P|) / (|A| + |S|)"
+    )

@@ -3,6 +3,7 @@
 Each checker compares the reader's answer with what :mod:`attention.scores` and
 :mod:`attention.functional` compute, and says why a wrong answer is wrong.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,11 +32,15 @@ def variance_of_dot(answer: Any) -> Verdict:
     except (TypeError, ValueError):
         return wrong(f"the variance should be a number, got {answer!r}")
     if abs(got - d) <= 0.5:
-        return right(f"Var(q·k) = d = {d}: each of the {d} products q_j k_j has variance "
-                     f"E[q_j²] E[k_j²] = 1, and variances of uncorrelated terms add up")
+        return right(
+            f"Var(q·k) = d = {d}: each of the {d} products q_j k_j has variance "
+            f"E[q_j²] E[k_j²] = 1, and variances of uncorrelated terms add up"
+        )
     if abs(got - math.sqrt(d)) <= 0.05:
-        return wrong(f"{got:g} = √{d} is the standard deviation of q·k; the variance is its square. "
-                     f"The √d in q·k/√d divides the standard deviation, so it brings the variance from d to 1")
+        return wrong(
+            f"{got:g} = √{d} is the standard deviation of q·k; the variance is its square. "
+            f"The √d in q·k/√d divides the standard deviation, so it brings the variance from d to 1"
+        )
     if abs(got - 1) <= 0.05:
         return wrong("1 is the variance after the scaling, of q·k/√d; the question asks about the raw q·k")
     if abs(got) <= 0.05:
@@ -46,6 +51,7 @@ def variance_of_dot(answer: Any) -> Verdict:
 
 
 # 4.2 -------------------------------------------------------------------------------------------
+
 
 def _general_solution(q: torch.Tensor, K: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     return q @ W @ K.transpose(1, 2)  # (B, L, Eq) @ (Eq, Ek) @ (B, Ek, S) -> (B, L, S)
@@ -67,13 +73,14 @@ def _run(f, q, K, W, expected: torch.Tensor) -> tuple[torch.Tensor | None, str |
     try:
         out = f(q, K, W)
     except Exception as err:  # the reader's function failed on these shapes: say which
-        return None, (f"your function raised {type(err).__name__} for q {tuple(q.shape)}, "
-                      f"K {tuple(K.shape)}, W {tuple(W.shape)}: {err}")
+        return None, (
+            f"your function raised {type(err).__name__} for q {tuple(q.shape)}, "
+            f"K {tuple(K.shape)}, W {tuple(W.shape)}: {err}"
+        )
     return returned(out, expected, "your function")
 
 
-@exercise("4.2", "Write the general score", solution=lambda: _general_solution,
-          wrong_answer=lambda: _general_forgot_w)
+@exercise("4.2", "Write the general score", solution=lambda: _general_solution, wrong_answer=lambda: _general_forgot_w)
 def general_score(f: Any) -> Verdict:
     if not callable(f):
         return wrong("the answer is a function f(q, K, W) -> scores, e.g. def f(q, K, W): return ...")
@@ -85,15 +92,15 @@ def general_score(f: Any) -> Verdict:
     if problem:
         return wrong(problem)
     if out.shape != expected.shape:
-        return wrong(f"for q {tuple(q.shape)} and K {tuple(K.shape)} the scores have shape (B, L, S) = "
-                     f"{tuple(expected.shape)}; yours has {tuple(out.shape)}")
+        return wrong(
+            f"for q {tuple(q.shape)} and K {tuple(K.shape)} the scores have shape (B, L, S) = "
+            f"{tuple(expected.shape)}; yours has {tuple(out.shape)}"
+        )
     if not torch.allclose(out, expected, atol=1e-4, rtol=1e-4):
         if torch.allclose(out, _general_forgot_w(q, K, W), atol=1e-4, rtol=1e-4):
-            return wrong("that is the dot score q·k: W is not used. The general score puts W between them, "
-                         "qᵀ W k")
+            return wrong("that is the dot score q·k: W is not used. The general score puts W between them, qᵀ W k")
         if torch.allclose(out, q @ W.T @ K.transpose(1, 2), atol=1e-4, rtol=1e-4):
-            return wrong("W is transposed: the score is qᵀ W k with W of shape (Eq, Ek), "
-                         "i.e. q @ W @ Kᵀ")
+            return wrong("W is transposed: the score is qᵀ W k with W of shape (Eq, Ek), i.e. q @ W @ Kᵀ")
         if torch.allclose(out * math.sqrt(q.shape[-1]), expected, atol=1e-4, rtol=1e-4):
             return wrong("your scores are divided by √d: Luong's general score has no scaling")
         worst = (out - expected).abs().max().item()
@@ -105,10 +112,14 @@ def general_score(f: Any) -> Verdict:
     if problem:
         return wrong(problem + " (with Eq ≠ Ek, W has shape (Eq, Ek) and maps keys into the query's space)")
     if out.shape != expected.shape or not torch.allclose(out, expected, atol=1e-4, rtol=1e-4):
-        return wrong(f"right when Eq == Ek, but not for q {tuple(q.shape)}, K {tuple(K.shape)}, "
-                     f"W {tuple(W.shape)}: check which side of W each vector goes on")
-    return right("your scores equal GeneralScore's with the same W, also when Eq ≠ Ek "
-                 "(the package computes q @ (K Wᵀ)ᵀ: W_a maps every key into the query's space once)")
+        return wrong(
+            f"right when Eq == Ek, but not for q {tuple(q.shape)}, K {tuple(K.shape)}, "
+            f"W {tuple(W.shape)}: check which side of W each vector goes on"
+        )
+    return right(
+        "your scores equal GeneralScore's with the same W, also when Eq ≠ Ek "
+        "(the package computes q @ (K Wᵀ)ᵀ: W_a maps every key into the query's space once)"
+    )
 
 
 # 4.3 -------------------------------------------------------------------------------------------
@@ -139,19 +150,25 @@ def dot_vs_cosine(answer: Any) -> Verdict:
     dot, cosine = _argmaxes_43()
     dot_scores, cosine_scores = _scores_43()
     if got == (dot, cosine):
-        return right(f"dot picks key {dot}, the longest one (q·k = {dot_scores[dot]:.3g}); cosine picks key "
-                     f"{cosine}, the one pointing most nearly along q (cos = {cosine_scores[cosine]:.3f}): dividing each key by its own norm "
-                     f"takes the length advantage away, so cosine can reorder the keys")
+        return right(
+            f"dot picks key {dot}, the longest one (q·k = {dot_scores[dot]:.3g}); cosine picks key "
+            f"{cosine}, the one pointing most nearly along q (cos = {cosine_scores[cosine]:.3f}): dividing each key by its own norm "
+            f"takes the length advantage away, so cosine can reorder the keys"
+        )
     if got == (dot + 1, cosine + 1):
         return wrong("you counted from 1; the keys are indexed 0, 1, 2, as in Python")
     if got == (cosine, dot):
         return wrong("the two are swapped: which score rewards a long key, and which only looks at directions?")
     if got[1] == dot:
-        return wrong(f"cosine does not pick key {dot}: it divides each key by its norm, and key {dot} "
-                     f"(length {math.hypot(*KEYS_43[dot]):.2f}) points 45° away from q")
+        return wrong(
+            f"cosine does not pick key {dot}: it divides each key by its norm, and key {dot} "
+            f"(length {math.hypot(*KEYS_43[dot]):.2f}) points 45° away from q"
+        )
     if got[0] == cosine:
-        return wrong(f"dot does not pick key {cosine}: q·k = {KEYS_43[cosine][0]:g} there, but a longer key "
-                     f"scores higher without normalisation")
+        return wrong(
+            f"dot does not pick key {cosine}: q·k = {KEYS_43[cosine][0]:g} there, but a longer key "
+            f"scores higher without normalisation"
+        )
     return wrong("compute q·k_i for each key, then the same divided by ‖k_i‖ (‖q‖ = 1), and take the largest")
 
 
@@ -195,23 +212,32 @@ def feature_pooling(f: Any) -> Verdict:
         s, P = result
         what = "one score per feature" if features else "one score per word, shared by the features"
         if tuple(P.shape) != tuple(P_ref.shape) or tuple(s.shape) != tuple(s_ref.shape):
-            return wrong(f"with {what}: P should have shape {tuple(P_ref.shape)} and s {tuple(s_ref.shape)}; "
-                         f"yours have {tuple(P.shape)} and {tuple(s.shape)}")
+            return wrong(
+                f"with {what}: P should have shape {tuple(P_ref.shape)} and s {tuple(s_ref.shape)}; "
+                f"yours have {tuple(P.shape)} and {tuple(s.shape)}"
+            )
         if not torch.allclose(P, P_ref, atol=1e-5):
             if torch.allclose(P.sum(-1), torch.ones_like(P.sum(-1)), atol=1e-4) and features:
-                return wrong("each word's weights sum to 1 over the features: the softmax runs over the wrong "
-                             "dimension. Multi-dimensional attention normalises every feature over the positions "
-                             "(dim=1), so each column P[:, :, k] is a distribution over the words")
+                return wrong(
+                    "each word's weights sum to 1 over the features: the softmax runs over the wrong "
+                    "dimension. Multi-dimensional attention normalises every feature over the positions "
+                    "(dim=1), so each column P[:, :, k] is a distribution over the words"
+                )
             if bool((P.masked_select(~keep[:, :, None].expand_as(P)) != 0).any()):
-                return wrong("padding gets weight: mask the positions where keep is False before the softmax "
-                             "(the package's masked_softmax takes keep[:, :, None])")
-            return wrong(f"with {what}: your weights differ from the package's by up to "
-                         f"{(P - P_ref).abs().max().item():.3g}")
+                return wrong(
+                    "padding gets weight: mask the positions where keep is False before the softmax "
+                    "(the package's masked_softmax takes keep[:, :, None])"
+                )
+            return wrong(
+                f"with {what}: your weights differ from the package's by up to {(P - P_ref).abs().max().item():.3g}"
+            )
         if not torch.allclose(s, s_ref, atol=1e-5):
             return wrong("the weights are right but s is not: s_k = Σ_i P[i, k] x[i, k], a sum over the positions")
-    return right("your s and P equal MultiDimensionalAttention's for per-feature scores and for one shared score: "
-                 "every feature normalised over the real words, padding exactly 0, and the (B, T, 1) case is scalar "
-                 "attention by broadcasting")
+    return right(
+        "your s and P equal MultiDimensionalAttention's for per-feature scores and for one shared score: "
+        "every feature normalised over the real words, padding exactly 0, and the (B, T, 1) case is scalar "
+        "attention by broadcasting"
+    )
 
 
 # 4.5 -------------------------------------------------------------------------------------------
@@ -228,8 +254,12 @@ def _tensor_sizes_45() -> tuple[int, int]:
     return sizes[0], sizes[1]
 
 
-@exercise("4.5", "What the coupling costs", solution=_tensor_sizes_45,
-          wrong_answer=lambda: (2 * SLICES_45 * DIM_45 ** 2, SLICES_45 * DIM_45 ** 2))
+@exercise(
+    "4.5",
+    "What the coupling costs",
+    solution=_tensor_sizes_45,
+    wrong_answer=lambda: (2 * SLICES_45 * DIM_45**2, SLICES_45 * DIM_45**2),
+)
 def coupling_cost(answer: Any) -> Verdict:
     try:
         coupled, uncoupled = (int(a) for a in answer)
@@ -238,15 +268,17 @@ def coupling_cost(answer: Any) -> Verdict:
     want = _tensor_sizes_45()
     K, D = SLICES_45, DIM_45
     if (coupled, uncoupled) == want:
-        return right(f"coupled: G^a, G^p, D^a, D^p, four K × D × D tensors = 4·{K}·{D}² = {want[0]:,}; uncoupled: "
-                     f"only G^a and G^p, {want[1]:,}. The coupling doubles the interaction parameters (and the "
-                     f"width of β, 2K instead of K)")
+        return right(
+            f"coupled: G^a, G^p, D^a, D^p, four K × D × D tensors = 4·{K}·{D}² = {want[0]:,}; uncoupled: "
+            f"only G^a and G^p, {want[1]:,}. The coupling doubles the interaction parameters (and the "
+            f"width of β, 2K instead of K)"
+        )
     if (coupled, uncoupled) == (2 * K * D * D, K * D * D):
-        return wrong("that is one kind of term only: aspects and opinions each have their own tensors "
-                     "(G^a and G^p, D^a and D^p)")
+        return wrong(
+            "that is one kind of term only: aspects and opinions each have their own tensors (G^a and G^p, D^a and D^p)"
+        )
     if (coupled, uncoupled) == (uncoupled * 2, uncoupled) and uncoupled in (K * D, 2 * K * D):
         return wrong("each slice of a tensor is a D × D matrix (h_iᵀ G_k u is a bilinear form), not a vector")
     if (coupled, uncoupled) == (want[1], want[0]):
         return wrong("the two are swapped: which model has the cross tensors D^a and D^p?")
-    return wrong(f"count the entries of G^a, G^p (and D^a, D^p when coupled): each is K × D × D = "
-                 f"{K} × {D} × {D}")
+    return wrong(f"count the entries of G^a, G^p (and D^a, D^p when coupled): each is K × D × D = {K} × {D} × {D}")

@@ -4,6 +4,7 @@ NTM content addressing, and an NTM shift followed by sharpening.
 Each checker compares the reader's answer with what :mod:`attention.models.memn2n`,
 :mod:`attention.functional` and :mod:`attention.addressing` compute, and says why a wrong answer is wrong.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,21 @@ from ...models.memn2n import position_encoding
 from ...scores import DotScore
 from .base import Verdict, all_close, exercise, fmt_numbers, numbers, right, wrong
 
-__all__ = ["J_71", "D_71", "WORD_71", "DIM_71", "KEYS_72", "VALUES_72", "QUESTION_72", "MEMORY_73", "KEY_73",
-           "BETA_73", "WEIGHTS_74", "KERNEL_74", "GAMMA_74"]
+__all__ = [
+    "J_71",
+    "D_71",
+    "WORD_71",
+    "DIM_71",
+    "KEYS_72",
+    "VALUES_72",
+    "QUESTION_72",
+    "MEMORY_73",
+    "KEY_73",
+    "BETA_73",
+    "WEIGHTS_74",
+    "KERNEL_74",
+    "GAMMA_74",
+]
 
 
 def _one_number(answer: Any, what: str) -> tuple[float | None, str | None]:
@@ -54,24 +68,37 @@ def position_weight(answer: Any) -> Verdict:
         return wrong(problem)
     want, tol = _position_71(), 2e-3
     if abs(got - want) <= tol:
-        return right(f"l_kj = (1 − {WORD_71}/{J_71}) − ({DIM_71}/{D_71})(1 − 2·{WORD_71}/{J_71}) = {want:.3f}. "
-                     f"The word's embedding is multiplied by it in dimension {DIM_71}; another word position gets "
-                     f"other weights, so the sentence vector Σ_j l_j ⊙ A x_j changes when the words are reordered")
+        return right(
+            f"l_kj = (1 − {WORD_71}/{J_71}) − ({DIM_71}/{D_71})(1 − 2·{WORD_71}/{J_71}) = {want:.3f}. "
+            f"The word's embedding is multiplied by it in dimension {DIM_71}; another word position gets "
+            f"other weights, so the sentence vector Σ_j l_j ⊙ A x_j changes when the words are reordered"
+        )
     slips = [
-        (1.0, "1 is the bag-of-words weight, l_j = 1 for every word, which makes the sentence vector blind to "
-              "word order; position encoding replaces it with l_kj = (1 − j/J) − (k/D)(1 − 2j/J)"),
-        (_l(DIM_71, WORD_71), "j and k are swapped: j is the word's position in the sentence (divided by J), k the "
-                              "embedding dimension (divided by D)"),
-        (_l(WORD_71 - 1, DIM_71 - 1), "that counts j and k from 0; the paper (and position_encoding) counts both "
-                                      "from 1"),
-        ((1 - WORD_71 / J_71) + (DIM_71 / D_71) * (1 - 2 * WORD_71 / J_71),
-         "the second term is subtracted: l_kj = (1 − j/J) − (k/D)(1 − 2j/J)"),
+        (
+            1.0,
+            "1 is the bag-of-words weight, l_j = 1 for every word, which makes the sentence vector blind to "
+            "word order; position encoding replaces it with l_kj = (1 − j/J) − (k/D)(1 − 2j/J)",
+        ),
+        (
+            _l(DIM_71, WORD_71),
+            "j and k are swapped: j is the word's position in the sentence (divided by J), k the "
+            "embedding dimension (divided by D)",
+        ),
+        (
+            _l(WORD_71 - 1, DIM_71 - 1),
+            "that counts j and k from 0; the paper (and position_encoding) counts both from 1",
+        ),
+        (
+            (1 - WORD_71 / J_71) + (DIM_71 / D_71) * (1 - 2 * WORD_71 / J_71),
+            "the second term is subtracted: l_kj = (1 − j/J) − (k/D)(1 − 2j/J)",
+        ),
     ]
     for value, why in slips:
         if abs(got - value) <= tol:
             return wrong(why)
-    return wrong(f"{got:.4g} is not it: put j = {WORD_71}, J = {J_71}, k = {DIM_71}, D = {D_71} into "
-                 f"(1 − j/J) − (k/D)(1 − 2j/J)")
+    return wrong(
+        f"{got:.4g} is not it: put j = {WORD_71}, J = {J_71}, k = {DIM_71}, D = {D_71} into (1 − j/J) − (k/D)(1 − 2j/J)"
+    )
 
 
 # 7.2 -------------------------------------------------------------------------------------------
@@ -111,25 +138,30 @@ def one_hop(answer: Any) -> Verdict:
         return wrong(problem)
     want_p, want_o = _hop_72()
     if all_close(p, want_p) and all_close(o, want_o):
-        return right(f"p = {fmt_numbers(want_p)}, o = {fmt_numbers(want_o)}: the scores uᵀm_i are [1, 0.5, 1.5], their softmax "
-                     f"is p, and o = Σ p_i c_i reads the *output* memory. The next hop asks with u + o = "
-                     f"{fmt_numbers([a + b for a, b in zip(QUESTION_72, want_o)])}")
+        return right(
+            f"p = {fmt_numbers(want_p)}, o = {fmt_numbers(want_o)}: the scores uᵀm_i are [1, 0.5, 1.5], their softmax "
+            f"is p, and o = Σ p_i c_i reads the *output* memory. The next hop asks with u + o = "
+            f"{fmt_numbers([a + b for a, b in zip(QUESTION_72, want_o)])}"
+        )
     on_values = _hop_72(keys=VALUES_72)
     if all_close(p, on_values[0]):
-        return wrong("those weights match u against the output memory c_i; the question is matched against the "
-                     "input memory m_i (the keys), and c_i is only what is read out")
+        return wrong(
+            "those weights match u against the output memory c_i; the question is matched against the "
+            "input memory m_i (the keys), and c_i is only what is read out"
+        )
     linear = _hop_72(softmax=False)
     if all_close(p, linear[0]):
-        return wrong("those are the raw scores uᵀm_i (the linear start); the hop turns them into weights with a "
-                     "softmax, so they are positive and sum to 1")
+        return wrong(
+            "those are the raw scores uᵀm_i (the linear start); the hop turns them into weights with a "
+            "softmax, so they are positive and sum to 1"
+        )
     if not all_close(p, want_p):
         if abs(sum(p) - 1) > 2e-3:
             return wrong(f"your weights sum to {sum(p):.3f}; p = softmax(uᵀm_i) sums to 1")
         return wrong("the weights are not it: score each sentence with the dot product uᵀm_i, then take the softmax")
     read_keys = [sum(pi * k[d] for pi, k in zip(want_p, KEYS_72)) for d in range(D)]
     if all_close(o, read_keys):
-        return wrong("the weights are right, but o sums the input memory m_i; it sums the output memory: "
-                     "o = Σ p_i c_i")
+        return wrong("the weights are right, but o sums the input memory m_i; it sums the output memory: o = Σ p_i c_i")
     if all_close(o, [a + b for a, b in zip(QUESTION_72, want_o)]):
         return wrong("that is u + o, the question of the next hop; the hop's output o is Σ p_i c_i alone")
     return wrong("the weights are right; the output is o = Σ_i p_i c_i, dimension by dimension")
@@ -161,16 +193,22 @@ def content_addressing(answer: Any) -> Verdict:
         return wrong(problem)
     want = _content_73()
     if all_close(got, want):
-        return right(f"{fmt_numbers(want)}: the cosines of k with the slots are [1, 0, 0.707], β = {BETA_73:g} "
-                     f"multiplies them and a softmax normalises. Slot 3 is far longer than k but counts only by "
-                     f"its direction, which is what makes the key match a pattern, whatever its size")
+        return right(
+            f"{fmt_numbers(want)}: the cosines of k with the slots are [1, 0, 0.707], β = {BETA_73:g} "
+            f"multiplies them and a softmax normalises. Slot 3 is far longer than k but counts only by "
+            f"its direction, which is what makes the key match a pattern, whatever its size"
+        )
     dots = [sum(a * b for a, b in zip(KEY_73, row)) for row in MEMORY_73]
     if all_close(got, _content_73(1.0)):
-        return wrong(f"that is the softmax of the cosines with β = 1; the key strength β = {BETA_73:g} multiplies "
-                     f"them first, which sharpens the weighting")
+        return wrong(
+            f"that is the softmax of the cosines with β = 1; the key strength β = {BETA_73:g} multiplies "
+            f"them first, which sharpens the weighting"
+        )
     if all_close(got, _softmax([BETA_73 * d for d in dots])) or all_close(got, _softmax(dots)):
-        return wrong("that scores with the dot product kᵀM(i), which favours the long slot 3; NTM content "
-                     "addressing uses the cosine, which divides by both lengths")
+        return wrong(
+            "that scores with the dot product kᵀM(i), which favours the long slot 3; NTM content "
+            "addressing uses the cosine, which divides by both lengths"
+        )
     if abs(sum(got) - 1) > 2e-3:
         return wrong(f"your weights sum to {sum(got):.3f}; content addressing ends with a softmax, which sums to 1")
     return wrong("compute cos(k, M(i)) for each slot, multiply by β, and take the softmax")
@@ -194,8 +232,12 @@ def _shift_sharpen_74(kernel=KERNEL_74, order: str = "shift first") -> list[list
     return [shift(sharpened, s)[0].tolist(), shift(sharpened, s)[0].tolist()]
 
 
-@exercise("7.4", "NTM shift and sharpening", solution=_shift_sharpen_74,
-          wrong_answer=lambda: _shift_sharpen_74(kernel=tuple(reversed(KERNEL_74))))
+@exercise(
+    "7.4",
+    "NTM shift and sharpening",
+    solution=_shift_sharpen_74,
+    wrong_answer=lambda: _shift_sharpen_74(kernel=tuple(reversed(KERNEL_74))),
+)
 def shift_and_sharpen(answer: Any) -> Verdict:
     N = len(WEIGHTS_74)
     try:
@@ -212,30 +254,41 @@ def shift_and_sharpen(answer: Any) -> Verdict:
         return wrong(problem)
     want_shifted, want_sharpened = _shift_sharpen_74()
     if all_close(shifted, want_shifted) and all_close(sharpened, want_sharpened):
-        return right(f"w̃ = {fmt_numbers(want_shifted)}, w = {fmt_numbers(want_sharpened)}: 80% of each slot's weight moves one "
-                     f"slot on and 20% stays, and the 0.6 on the last slot wraps round to the first. The shift "
-                     f"blurs the focus; γ = {GAMMA_74:g} squares and renormalises, so the largest weight grows "
-                     f"back at the expense of the small ones")
+        return right(
+            f"w̃ = {fmt_numbers(want_shifted)}, w = {fmt_numbers(want_sharpened)}: 80% of each slot's weight moves one "
+            f"slot on and 20% stays, and the 0.6 on the last slot wraps round to the first. The shift "
+            f"blurs the focus; γ = {GAMMA_74:g} squares and renormalises, so the largest weight grows "
+            f"back at the expense of the small ones"
+        )
     if not all_close(shifted, want_shifted):
         backwards = _shift_sharpen_74(kernel=tuple(reversed(KERNEL_74)))[0]
         if all_close(shifted, backwards):
-            return wrong("that moves the weight one slot *back*: s = (0, 0.2, 0.8) is over the offsets −1, 0, +1, "
-                         "so 0.8 goes to offset +1, from slot i to slot i + 1")
+            return wrong(
+                "that moves the weight one slot *back*: s = (0, 0.2, 0.8) is over the offsets −1, 0, +1, "
+                "so 0.8 goes to offset +1, from slot i to slot i + 1"
+            )
         no_wrap = list(want_shifted)
         no_wrap[0] -= KERNEL_74[2] * WEIGHTS_74[-1]
         if all_close(shifted, no_wrap):
-            return wrong("the shift is circular: the weight that moves past the last slot comes back at the first "
-                         "(i − j mod N)")
+            return wrong(
+                "the shift is circular: the weight that moves past the last slot comes back at the first (i − j mod N)"
+            )
         if all_close(shifted, _shift_sharpen_74(order="sharpen first")[0]):
-            return wrong("that sharpens before shifting; the NTM shifts first and sharpens after, to undo the "
-                         "blur the shift causes")
+            return wrong(
+                "that sharpens before shifting; the NTM shifts first and sharpens after, to undo the "
+                "blur the shift causes"
+            )
         if abs(sum(shifted) - 1) > 2e-3:
-            return wrong(f"your shifted weights sum to {sum(shifted):.3f}; a shift only moves weight, so they "
-                         f"still sum to 1")
-        return wrong("the shifted weighting is not it: w̃(i) = Σ_j w(j) s(i − j mod N), with s(+1) = 0.8, "
-                     "s(0) = 0.2, s(−1) = 0")
-    squared = [w ** GAMMA_74 for w in want_shifted]
+            return wrong(
+                f"your shifted weights sum to {sum(shifted):.3f}; a shift only moves weight, so they still sum to 1"
+            )
+        return wrong(
+            "the shifted weighting is not it: w̃(i) = Σ_j w(j) s(i − j mod N), with s(+1) = 0.8, s(0) = 0.2, s(−1) = 0"
+        )
+    squared = [w**GAMMA_74 for w in want_shifted]
     if all_close(sharpened, squared):
-        return wrong(f"you raised the weights to γ = {GAMMA_74:g} but did not renormalise: divide by their sum, "
-                     f"so the weighting sums to 1 again")
+        return wrong(
+            f"you raised the weights to γ = {GAMMA_74:g} but did not renormalise: divide by their sum, "
+            f"so the weighting sums to 1 again"
+        )
     return wrong(f"the shifted weighting is right; now raise each weight to γ = {GAMMA_74:g} and divide by the sum")

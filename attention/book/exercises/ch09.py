@@ -3,6 +3,7 @@
 Each checker compares the reader's answer with what :mod:`attention.local` and
 :mod:`attention.functional` compute, and says why a wrong answer is wrong.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,22 @@ from ...local import PredictivePosition, local_attention, window_positions
 from ...scores import make_score
 from .base import Verdict, close_to, exercise, right, wrong
 
-__all__ = ["P_91", "D_91", "H_92", "W_P_92", "V_P_92", "S_92", "L_93", "S_93", "D_93", "E_93",
-           "DOCUMENT_94", "E_94", "D_94", "PLACEMENTS_94"]
+__all__ = [
+    "P_91",
+    "D_91",
+    "H_92",
+    "W_P_92",
+    "V_P_92",
+    "S_92",
+    "L_93",
+    "S_93",
+    "D_93",
+    "E_93",
+    "DOCUMENT_94",
+    "E_94",
+    "D_94",
+    "PLACEMENTS_94",
+]
 
 
 # 9.1 -------------------------------------------------------------------------------------------
@@ -46,7 +61,7 @@ def _window_91() -> list[tuple[int, float]]:
 
 
 def _gaussian(positions: list[int], center: float, sigma: float, two: float = 2.0) -> list[float]:
-    return [math.exp(-(s - center) ** 2 / (two * sigma ** 2)) for s in positions]
+    return [math.exp(-((s - center) ** 2) / (two * sigma**2)) for s in positions]
 
 
 def _pairs(answer: Any) -> tuple[list[tuple[float, float]] | None, str | None]:
@@ -57,8 +72,10 @@ def _pairs(answer: Any) -> tuple[list[tuple[float, float]] | None, str | None]:
     except TypeError:
         return None, f"answer with a list of (position, factor) pairs, e.g. [(5, 0.28), ...]; got {answer!r}"
     if items and all(isinstance(x, (int, float)) for x in items):
-        return None, ("answer with (position, factor) pairs, one per window position, "
-                      "e.g. [(5, 0.28), (6, 0.84), ...], not a flat list")
+        return None, (
+            "answer with (position, factor) pairs, one per window position, "
+            "e.g. [(5, 0.28), (6, 0.84), ...], not a flat list"
+        )
     try:
         pairs = [(float(p), float(g)) for p, g in items]
     except (TypeError, ValueError):
@@ -70,8 +87,12 @@ def _close(xs: list[float], ys: list[float], tol: float = 2e-3) -> bool:
     return len(xs) == len(ys) and all(abs(x - y) <= tol for x, y in zip(xs, ys))
 
 
-@exercise("9.1", "The window and its Gaussian", solution=_window_91,
-          wrong_answer=lambda: [(s, math.exp(-(s - 7) ** 2 / 2)) for s in range(5, 10)])
+@exercise(
+    "9.1",
+    "The window and its Gaussian",
+    solution=_window_91,
+    wrong_answer=lambda: [(s, math.exp(-((s - 7) ** 2) / 2)) for s in range(5, 10)],
+)
 def window_and_gaussian(answer: Any) -> Verdict:
     pairs, problem = _pairs(answer)
     if problem:
@@ -81,36 +102,49 @@ def window_and_gaussian(answer: Any) -> Verdict:
     W, sigma = 2 * D_91 + 1, D_91 / 2
     got_pos, got_g = [p for p, _ in pairs], [g for _, g in pairs]
     if len(pairs) != W:
-        return wrong(f"the window holds 2D + 1 = {W} positions (the centre and D = {D_91} on each side); "
-                     f"you gave {len(pairs)}")
+        return wrong(
+            f"the window holds 2D + 1 = {W} positions (the centre and D = {D_91} on each side); you gave {len(pairs)}"
+        )
     if got_pos != positions:
         floor = [math.floor(P_91) + k for k in range(-D_91, D_91 + 1)]
         if got_pos == floor:
-            return wrong(f"you cut p_t = {P_91} down to {math.floor(P_91)}: the window is centred on "
-                         f"round(p_t) = {round(P_91)}, so it holds {positions}")
-        return wrong(f"the window holds the integer positions round(p_t) + (−D … D), here {positions[0]:g} … "
-                     f"{positions[-1]:g}; yours are {got_pos}")
+            return wrong(
+                f"you cut p_t = {P_91} down to {math.floor(P_91)}: the window is centred on "
+                f"round(p_t) = {round(P_91)}, so it holds {positions}"
+            )
+        return wrong(
+            f"the window holds the integer positions round(p_t) + (−D … D), here {positions[0]:g} … "
+            f"{positions[-1]:g}; yours are {got_pos}"
+        )
     factors = [g for _, g in expected]
     if _close(got_g, factors):
         shown = ", ".join(f"{p}: {g:.3f}" for p, g in expected)
-        return right(f"{shown}. The window is cut at round(p_t) = {round(P_91)}, but the Gaussian is centred "
-                     f"on the real p_t = {P_91}, so it is lopsided: position {positions[0]} keeps more than "
-                     f"position {positions[-1]}. That real p_t in the exponent is what carries the gradient to "
-                     f"W_p and v_p")
+        return right(
+            f"{shown}. The window is cut at round(p_t) = {round(P_91)}, but the Gaussian is centred "
+            f"on the real p_t = {P_91}, so it is lopsided: position {positions[0]} keeps more than "
+            f"position {positions[-1]}. That real p_t in the exponent is what carries the gradient to "
+            f"W_p and v_p"
+        )
     if _close(got_g, _gaussian(positions, round(P_91), sigma)):
-        return wrong(f"you centred the Gaussian on round(p_t) = {round(P_91)}. Only the window is cut from the "
-                     f"rounded position; the Gaussian uses the real p_t = {P_91} (rounding has no gradient, "
-                     f"the Gaussian is how local-p learns where to look)")
+        return wrong(
+            f"you centred the Gaussian on round(p_t) = {round(P_91)}. Only the window is cut from the "
+            f"rounded position; the Gaussian uses the real p_t = {P_91} (rounding has no gradient, "
+            f"the Gaussian is how local-p learns where to look)"
+        )
     if _close(got_g, _gaussian(positions, P_91, D_91)):
-        return wrong(f"σ is D/2 = {sigma:g}, not D = {D_91}: Luong et al. put the window's edge two standard "
-                     f"deviations from its centre")
+        return wrong(
+            f"σ is D/2 = {sigma:g}, not D = {D_91}: Luong et al. put the window's edge two standard "
+            f"deviations from its centre"
+        )
     if _close(got_g, _gaussian(positions, P_91, sigma, two=1.0)):
         return wrong("the exponent is −(s − p_t)² / (2σ²): the factor 2 in the denominator is missing")
-    if _close(got_g, [math.exp(-abs(s - P_91) / (2 * sigma ** 2)) for s in positions]):
+    if _close(got_g, [math.exp(-abs(s - P_91) / (2 * sigma**2)) for s in positions]):
         return wrong("the distance to p_t is squared in the exponent: −(s − p_t)² / (2σ²)")
     worst = max(abs(a - b) for a, b in zip(got_g, factors))
-    return wrong(f"the positions are right; the factors are off by up to {worst:.3g}. Each factor is "
-                 f"exp(−(s − p_t)² / (2σ²)) with p_t = {P_91} and σ = D/2 = {sigma:g}")
+    return wrong(
+        f"the positions are right; the factors are off by up to {worst:.3g}. Each factor is "
+        f"exp(−(s − p_t)² / (2σ²)) with p_t = {P_91} and σ = D/2 = {sigma:g}"
+    )
 
 
 # 9.2 -------------------------------------------------------------------------------------------
@@ -150,22 +184,27 @@ def predicted_position(answer: Any) -> Verdict:
     tol = 0.01
     verdict = close_to(got, expected, tol, "p_t")
     if verdict.correct:
-        return right(f"p_t = S · σ(v_pᵀ tanh(W_p h_t)) = {expected:.3f}, as PredictivePosition computes: the "
-                     f"window is cut at round(p_t) = {round(expected)}, the Gaussian is centred on {expected:.3f}")
+        return right(
+            f"p_t = S · σ(v_pᵀ tanh(W_p h_t)) = {expected:.3f}, as PredictivePosition computes: the "
+            f"window is cut at round(p_t) = {round(expected)}, the Gaussian is centred on {expected:.3f}"
+        )
     slips = [
         (_variant_92(tanh=False), "you left out the tanh: W_p h_t goes through tanh before v_p"),
         (_variant_92(length=1), f"that is σ(…), a number in (0, 1): multiply by the source length S = {S_92}"),
-        (_variant_92(sigmoid=False), "without the sigmoid p_t is not confined to [0, S]: "
-                                     "S · σ(v_pᵀ tanh(W_p h_t))"),
-        (_variant_92(transpose=True), "W_p is used transposed: W_p ∈ ℝ^{A×H_d} multiplies h_t as W_p h_t "
-                                      "(row i of W_p dotted with h_t)"),
+        (_variant_92(sigmoid=False), "without the sigmoid p_t is not confined to [0, S]: S · σ(v_pᵀ tanh(W_p h_t))"),
+        (
+            _variant_92(transpose=True),
+            "W_p is used transposed: W_p ∈ ℝ^{A×H_d} multiplies h_t as W_p h_t (row i of W_p dotted with h_t)",
+        ),
         (_variant_92(length=S_92 - 1), f"you multiplied by S − 1 = {S_92 - 1}; the formula scales by S itself"),
     ]
     for value, why in slips:
         if abs(got - value) <= tol:
             return wrong(why)
-    return wrong(f"{verdict.message}. Compute W_p h_t, then tanh, then the dot product with v_p, "
-                 f"the sigmoid, and multiply by S = {S_92}")
+    return wrong(
+        f"{verdict.message}. Compute W_p h_t, then tanh, then the dot product with v_p, "
+        f"the sigmoid, and multiply by S = {S_92}"
+    )
 
 
 # 9.3 -------------------------------------------------------------------------------------------
@@ -199,14 +238,20 @@ def _solution_93() -> list[float]:
     return [*_weight_counts_93(), _crossing_93()]
 
 
-@exercise("9.3", "What each keeps for the backward pass", solution=_solution_93,
-          wrong_answer=lambda: [L_93 * S_93, L_93 * 2 * D_93, (2 * D_93 + 1) * E_93])
+@exercise(
+    "9.3",
+    "What each keeps for the backward pass",
+    solution=_solution_93,
+    wrong_answer=lambda: [L_93 * S_93, L_93 * 2 * D_93, (2 * D_93 + 1) * E_93],
+)
 def memory_counts(answer: Any) -> Verdict:
     try:
         got = [float(a) for a in answer]
     except (TypeError, ValueError):
-        return wrong(f"answer with three numbers: [global's weights, local's weights, the S where the counts "
-                     f"are equal]; got {answer!r}")
+        return wrong(
+            f"answer with three numbers: [global's weights, local's weights, the S where the counts "
+            f"are equal]; got {answer!r}"
+        )
     if len(got) != 3:
         return wrong(f"answer with three numbers: [global's weights, local's weights, S]; got {len(got)}")
     n_global, n_local = _weight_counts_93()
@@ -214,34 +259,46 @@ def memory_counts(answer: Any) -> Verdict:
     W = 2 * D_93 + 1
     g, loc, s = got
     if (g, loc) == (n_local, n_global):
-        return wrong("the first two are swapped: global attention is the one with a weight for every source "
-                     "position")
+        return wrong("the first two are swapped: global attention is the one with a weight for every source position")
     if g != n_global:
-        return wrong(f"global attention gives each of the L = {L_93} queries a weight for each of the S = {S_93} "
-                     f"keys: L·S weights, here {n_global:,}")
+        return wrong(
+            f"global attention gives each of the L = {L_93} queries a weight for each of the S = {S_93} "
+            f"keys: L·S weights, here {n_global:,}"
+        )
     if loc != n_local:
         if loc == L_93 * 2 * D_93:
             return wrong(f"a window holds 2D + 1 = {W} positions, the centre included, not 2D")
         if loc == n_global:
-            return wrong(f"that is global attention's count; local attention gives each query one weight per "
-                         f"window position, 2D + 1 = {W} of them")
-        return wrong(f"local attention gives each of the L = {L_93} queries 2D + 1 = {W} weights; "
-                     f"you have {loc:,.0f}")
+            return wrong(
+                f"that is global attention's count; local attention gives each query one weight per "
+                f"window position, 2D + 1 = {W} of them"
+            )
+        return wrong(f"local attention gives each of the L = {L_93} queries 2D + 1 = {W} weights; you have {loc:,.0f}")
     if abs(s - crossing) <= 1.5:
-        return right(f"{n_global:,} against {n_local:,} weights, yet the counts are equal only at S = W·(E + 1) = "
-                     f"{crossing:,.0f}: with L = S, 2·S² = 2·S·W + 2·S·W·E. The copies of the window's keys and "
-                     f"values, not the weights, decide. Compare with where the notebook's measured curves cross")
+        return right(
+            f"{n_global:,} against {n_local:,} weights, yet the counts are equal only at S = W·(E + 1) = "
+            f"{crossing:,.0f}: with L = S, 2·S² = 2·S·W + 2·S·W·E. The copies of the window's keys and "
+            f"values, not the weights, decide. Compare with where the notebook's measured curves cross"
+        )
     if abs(s - W * E_93) <= 1.5:
-        return wrong(f"W·E = {W * E_93} is the chapter's estimate, which counts only the gathered keys and "
-                     f"values; the question also counts local attention's own scores and weights, 2·L·W")
+        return wrong(
+            f"W·E = {W * E_93} is the chapter's estimate, which counts only the gathered keys and "
+            f"values; the question also counts local attention's own scores and weights, 2·L·W"
+        )
     if abs(s - W) <= 1.5:
-        return wrong(f"counting weights alone, local attention keeps fewer as soon as S > 2D + 1 = {W}; but it "
-                     f"also keeps copies of the window's keys and values, 2·L·W·E numbers")
+        return wrong(
+            f"counting weights alone, local attention keeps fewer as soon as S > 2D + 1 = {W}; but it "
+            f"also keeps copies of the window's keys and values, 2·L·W·E numbers"
+        )
     if abs(s - 2 * crossing) <= 3 or abs(s - crossing / 2) <= 1.5:
-        return wrong("off by a factor 2: both sides keep two tensors (global: scores and weights; local: scores "
-                     "and weights, and keys and values)")
-    return wrong(f"the weights are right. For S: with L = S, set 2·L·S equal to 2·L·W + 2·L·W·E "
-                 f"(W = {W}, E = {E_93}) and solve for S")
+        return wrong(
+            "off by a factor 2: both sides keep two tensors (global: scores and weights; local: scores "
+            "and weights, and keys and values)"
+        )
+    return wrong(
+        f"the weights are right. For S: with L = S, set 2·L·S equal to 2·L·W + 2·L·W·E "
+        f"(W = {W}, E = {E_93}) and solve for S"
+    )
 
 
 # 9.4 -------------------------------------------------------------------------------------------
@@ -263,16 +320,22 @@ def placement_for_documents(answer: Any) -> Verdict:
     crossing = W * (E_94 + 1)
     drift = n // 10  # a translation 10 % longer than its source, at its end
     if choice == "global":
-        return wrong(f"global attention keeps 2·L·S = {global_numbers:,} numbers per document and attention "
-                     f"layer for the backward pass, against local attention's {local_numbers:,}: {n:,} is far "
-                     f"past where the two cross (S = W·(E + 1) = {crossing:,}), and the gap grows with S², "
-                     f"so a document twice as long costs global attention four times as much")
+        return wrong(
+            f"global attention keeps 2·L·S = {global_numbers:,} numbers per document and attention "
+            f"layer for the backward pass, against local attention's {local_numbers:,}: {n:,} is far "
+            f"past where the two cross (S = W·(E + 1) = {crossing:,}), and the gap grows with S², "
+            f"so a document twice as long costs global attention four times as much"
+        )
     if choice == "local-m":
-        return wrong(f"local-m bets that target step t aligns with source position t. Over a sentence the "
-                     f"drift stays inside the window; over {n:,} tokens it does not: a translation only 10 % "
-                     f"longer than its source is about {drift:,} positions off by its end, far outside a "
-                     f"window of 2D + 1 = {W}, and local-m never looks there")
-    return right(f"local-p: at {n:,} tokens local attention keeps far less than global ({local_numbers:,} "
-                 f"numbers against {global_numbers:,}, and linear in the length rather than quadratic), and "
-                 f"over a whole document target step t drifts far from source position t, so the window has "
-                 f"to be placed by a prediction from h_t, not by p_t = t")
+        return wrong(
+            f"local-m bets that target step t aligns with source position t. Over a sentence the "
+            f"drift stays inside the window; over {n:,} tokens it does not: a translation only 10 % "
+            f"longer than its source is about {drift:,} positions off by its end, far outside a "
+            f"window of 2D + 1 = {W}, and local-m never looks there"
+        )
+    return right(
+        f"local-p: at {n:,} tokens local attention keeps far less than global ({local_numbers:,} "
+        f"numbers against {global_numbers:,}, and linear in the length rather than quadratic), and "
+        f"over a whole document target step t drifts far from source position t, so the window has "
+        f"to be placed by a prediction from h_t, not by p_t = t"
+    )

@@ -3,6 +3,7 @@
 Each checker computes the answer with :mod:`attention.bleu` or :func:`attention.metrics.aer` and
 says why a wrong answer is wrong.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,19 +36,27 @@ def bleu_pieces(answer: Any) -> Verdict:
         return wrong(f"answer with three numbers [p1, p2, BP]; got {answer!r}")
     want = _pieces_101()
     if all(abs(a - b) < 1e-3 for a, b in zip((p1, p2, bp), want)):
-        return right(f"p1 = 3/3: 'the' appears twice and the second reference has it twice, so both count "
-                     f"(the clip is the largest count in any one reference); p2 = 2/2; BP = exp(1 - 4/3) = {want[2]:.4f}, "
-                     f"r = 4 being the reference length closest to c = 3")
+        return right(
+            f"p1 = 3/3: 'the' appears twice and the second reference has it twice, so both count "
+            f"(the clip is the largest count in any one reference); p2 = 2/2; BP = exp(1 - 4/3) = {want[2]:.4f}, "
+            f"r = 4 being the reference length closest to c = 3"
+        )
     if abs(p1 - 2 / 3) < 1e-3:
-        return wrong("p1 = 2/3 clips 'the' at 1, its count in the first reference; the clip is its largest count "
-                     "in any one reference, and the second has 'the the'")
+        return wrong(
+            "p1 = 2/3 clips 'the' at 1, its count in the first reference; the clip is its largest count "
+            "in any one reference, and the second has 'the the'"
+        )
     if abs(bp - math.exp(1 - 5 / 3)) < 1e-3 or abs(bp - math.exp(1 - 9 / 3)) < 1e-3:
-        return wrong("the brevity penalty uses the reference whose length is closest to the hypothesis's (4 words), "
-                     "not the longest, nor the two together")
+        return wrong(
+            "the brevity penalty uses the reference whose length is closest to the hypothesis's (4 words), "
+            "not the longest, nor the two together"
+        )
     if abs(bp - 1.0) < 1e-3:
         return wrong("the hypothesis (3 words) is shorter than the closest reference (4): BP = exp(1 - r/c) < 1")
-    return wrong(f"{fmt_numbers((p1, p2, bp))} is not it: count each n-gram of the hypothesis, clip it by its largest "
-                 "count in one reference, divide by the hypothesis's n-grams; BP = exp(1 - r/c) when c < r")
+    return wrong(
+        f"{fmt_numbers((p1, p2, bp))} is not it: count each n-gram of the hypothesis, clip it by its largest "
+        "count in one reference, divide by the hypothesis's n-grams; BP = exp(1 - r/c) when c < r"
+    )
 
 
 # 10.2 ------------------------------------------------------------------------------------------
@@ -57,8 +66,12 @@ SURE_102 = {(0, 0), (1, 1)}  # S
 POSSIBLE_102 = SURE_102 | {(1, 2), (2, 2)}  # P ⊇ S
 
 
-@exercise("10.2", "AER by hand", solution=lambda: aer(PREDICTED_102, SURE_102, POSSIBLE_102),
-          wrong_answer=lambda: 1 - (1 + 1) / (3 + 2))
+@exercise(
+    "10.2",
+    "AER by hand",
+    solution=lambda: aer(PREDICTED_102, SURE_102, POSSIBLE_102),
+    wrong_answer=lambda: 1 - (1 + 1) / (3 + 2),
+)
 def aer_by_hand(answer: Any) -> Verdict:
     try:
         got = float(answer)
@@ -66,15 +79,19 @@ def aer_by_hand(answer: Any) -> Verdict:
         return wrong(f"answer with one number; got {answer!r}")
     want = aer(PREDICTED_102, SURE_102, POSSIBLE_102)
     if abs(got - want) < 1e-3:
-        return right(f"|A∩S| = 1, |A∩P| = 2 (the sure link and the possible (1, 2)), |A| + |S| = 5: "
-                     f"AER = 1 - 3/5 = {want:.1f}")
+        return right(
+            f"|A∩S| = 1, |A∩P| = 2 (the sure link and the possible (1, 2)), |A| + |S| = 5: AER = 1 - 3/5 = {want:.1f}"
+        )
     if abs(got - 0.6) < 1e-3:
-        return wrong("that counts A∩S twice; the second term is A∩P: a predicted link that is only *possible* "
-                     "still counts")
+        return wrong(
+            "that counts A∩S twice; the second term is A∩P: a predicted link that is only *possible* still counts"
+        )
     if abs(got - (1 - want)) < 1e-3:
         return wrong("that is 1 - AER: AER is an error rate, 0 for a perfect alignment")
-    return wrong("AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|): count the predicted links that are sure, those that are "
-                 "possible (P includes S), and the sizes of A and S")
+    return wrong(
+        "AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|): count the predicted links that are sure, those that are "
+        "possible (P includes S), and the sizes of A and S"
+    )
 
 
 # 10.3 ------------------------------------------------------------------------------------------
@@ -95,9 +112,11 @@ def chinese_bleu(answer: Any) -> Verdict:
         return wrong(f"answer with two numbers (with 13a, with zh); got {answer!r}")
     want = _chinese_103()
     if abs(default - want[0]) < 0.01 and abs(zh - want[1]) < 0.01:
-        return right(f"with 13a the sentence is one token ('{SENTENCES_103[0]}' has no spaces), it differs from the "
-                     f"reference's one token, nothing matches: 0. With zh every character is a token: 4 of 5 unigrams "
-                     f"match, and BLEU (smoothed, effective order) is {want[1]:.2f}")
+        return right(
+            f"with 13a the sentence is one token ('{SENTENCES_103[0]}' has no spaces), it differs from the "
+            f"reference's one token, nothing matches: 0. With zh every character is a token: 4 of 5 unigrams "
+            f"match, and BLEU (smoothed, effective order) is {want[1]:.2f}"
+        )
     if abs(default - want[1]) < 0.01:
         return wrong("13a splits at spaces and punctuation only; a Chinese sentence has no spaces")
     return wrong("compute both with attention.bleu.sentence_bleu(hypothesis, [reference], tokenizer)")

@@ -4,6 +4,7 @@ reading the leaderboard.
 Each checker computes the answer from :mod:`attention.book.closing`, :mod:`attention.book.leaderboard` or
 the window size of :mod:`attention.local`, and says why a wrong answer is wrong.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,12 +36,16 @@ def two_families(answer: Any) -> Verdict:
         return wrong(f"{sorted(unknown)} is not one of the families {FAMILIES}")
     want = _families_111()
     if got == want:
-        return right("self-attention (the sentence attends to its own BiLSTM states, no outside query) and "
-                     "multi-dimensional (r rows: r one-dimensional attentions stacked, each free to read other words)")
+        return right(
+            "self-attention (the sentence attends to its own BiLSTM states, no outside query) and "
+            "multi-dimensional (r rows: r one-dimensional attentions stacked, each free to read other words)"
+        )
     if got < want:
         return wrong(f"{sorted(got)} is one of them; what are the r rows, seen from Hu's taxonomy?")
-    return wrong("its query comes from the sentence itself, and it has r distributions over the words: which two "
-                 "families say that?")
+    return wrong(
+        "its query comes from the sentence itself, and it has r distributions over the words: which two "
+        "families say that?"
+    )
 
 
 # 11.2 ------------------------------------------------------------------------------------------
@@ -53,7 +58,9 @@ def _scores_112() -> tuple[int, int]:
     return LENGTH_112 * LENGTH_112, LENGTH_112 * (2 * WINDOW_112 + 1)
 
 
-@exercise("11.2", "What a window saves", solution=_scores_112, wrong_answer=lambda: (LENGTH_112 ** 2, LENGTH_112 * WINDOW_112))
+@exercise(
+    "11.2", "What a window saves", solution=_scores_112, wrong_answer=lambda: (LENGTH_112**2, LENGTH_112 * WINDOW_112)
+)
 def window_saves(answer: Any) -> Verdict:
     try:
         full, local = (int(a) for a in answer)
@@ -61,9 +68,11 @@ def window_saves(answer: Any) -> Verdict:
         return wrong(f"answer with two counts (global, local); got {answer!r}")
     want = _scores_112()
     if (full, local) == want:
-        return right(f"global: every one of the {LENGTH_112} queries scores all {LENGTH_112} keys, {want[0]:,}; "
-                     f"local: each scores the 2D + 1 = {2 * WINDOW_112 + 1} keys of its window, {want[1]:,}, "
-                     f"{want[0] / want[1]:.0f} times fewer; it grows with L, not L²")
+        return right(
+            f"global: every one of the {LENGTH_112} queries scores all {LENGTH_112} keys, {want[0]:,}; "
+            f"local: each scores the 2D + 1 = {2 * WINDOW_112 + 1} keys of its window, {want[1]:,}, "
+            f"{want[0] / want[1]:.0f} times fewer; it grows with L, not L²"
+        )
     if local == LENGTH_112 * WINDOW_112 or local == LENGTH_112 * 2 * WINDOW_112:
         return wrong("the window [p_t - D, p_t + D] holds 2D + 1 positions")
     if full != want[0]:
@@ -90,7 +99,9 @@ def read_leaderboard(answer: Any) -> Verdict:
     best = _best_113()
     if got == best:
         r = rows[best]
-        return right(f"{best}, {r['metric']} {r['mean']:.3f} ± {r['sd']:.3f}: on whole movie reviews at this scale "
-                     f"the average of the sentence vectors beats attention over them; the book's evidence for "
-                     f"attention is mixed, and this is where it says so")
+        return right(
+            f"{best}, {r['metric']} {r['mean']:.3f} ± {r['sd']:.3f}: on whole movie reviews at this scale "
+            f"the average of the sentence vectors beats attention over them; the book's evidence for "
+            f"attention is mixed, and this is where it says so"
+        )
     return wrong(f"{got} is not the highest mean of {RECORD_113}: print leaderboard rows of that record and compare")
