@@ -9,6 +9,12 @@ The code behind "Attention in NLP: an interactive textbook". Modules:
 * ``viz``        -- heatmaps and text highlighting (imports matplotlib lazily)
 * ``widgets``    -- explorers: live ipywidgets, or precomputed frames for the website
 * ``device``     -- device choice, seeding, threads
+* ``models``, ``data``, ``tasks``, ``experiments``, ``train`` -- the models, corpora, tasks and training
+* ``results``    -- the registry of recorded runs
+
+That is the library; it imports nothing of the book. The book's own code sits in two subpackages:
+``attention.studies`` (one study per recorded run, ``python -m attention <study>``) and
+``attention.book`` (each chapter's figures and explorers, the exercises, the tools, the command line).
 """
 
 __version__ = "0.1.0"  # first: submodules read it while the package initialises
