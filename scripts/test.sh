@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything, build the website and run every test (README command #2):
-# the linter and the formatter (ruff check, ruff format --check: pyproject.toml), the package tests (tests/), the notebooks and the browser tests of the built site
+# the linter and the formatter (ruff check, ruff format --check: pyproject.toml), the package tests (tests/,
+# on two processes with pytest-xdist), the notebooks and the browser tests of the built site
 # (tests/test_site.py, headless Chromium). The notebooks execute once, in the site
 # build; tests/test_notebook_outputs.py then compares the outputs of their cells
 # tagged nbval-check-output (in _build/jupyter_execute/notebooks/) with the
@@ -24,9 +25,13 @@ ruff format --check . || lint=$?
 export ATTENTION_MODEL_DIR="$SITE_ROOT/_build/model-cache"
 rm -rf "$ATTENTION_MODEL_DIR"
 build_site
-say "pytest tests"
+say "pytest tests (two processes, a test file at a time each: pytest-xdist)"
 rc=0
-python -m pytest tests -p no:cacheprovider || rc=$?
+python -m pytest tests -p no:cacheprovider -n 2 --dist loadfile --ignore=tests/test_notebook_outputs.py || rc=$?
+say "pytest tests/test_notebook_outputs.py (the site build's notebooks against the committed ones)"
+rc_nb=0
+python -m pytest tests/test_notebook_outputs.py -p no:cacheprovider || rc_nb=$?  # prints the notebook times
+if [ "$rc" -eq 0 ] && [ "$rc_nb" -ne 0 ]; then rc=$rc_nb; fi
 if [ "$rc" -eq 5 ]; then
     printf 'ERROR: pytest collected no tests (exit status 5)\n' >&2
 elif [ "$rc" -ne 0 ]; then
