@@ -11,7 +11,7 @@ tokenizer, examples with the torch model's own outputs), plus ``<out>/manifest.j
 way :func:`attention.models.decoding.greedy` decodes.
 
 The models are the chapters' own: chapter 3's two RNNsearch models, kept with the package
-(``attention/results/models/kept-*.pt``, :func:`attention.experiments.fit_kept`), and chapter 10's recorded date Transformer (seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
+(``attention/results/models/kept-*.pt``, :func:`attention.experiments.fit_kept`), and the date Transformer of chapter 10's alignment record (chapter 6's model, seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
 difference of the attention weights.
 """
@@ -61,7 +61,7 @@ DATE_CHUNK = re.compile(r"[0-9]+|[^\W\d_]+\.?|[^\w\s]")
 def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]:
     """``(model, data)`` of a playground model: the book's kept models, so the page runs on every
     machine the model the chapters print (chapter 3's two RNNsearch models,
-    :func:`attention.experiments.fit_kept`; chapter 10's recorded date Transformer)."""
+    :func:`attention.experiments.fit_kept`; the date Transformer of chapter 10's alignment record)."""
     seed_everything(0)
     set_threads(1)
     if name == "dates":
@@ -70,7 +70,7 @@ def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]
     elif name == "hsk":
         data = hsk_data()
         model, _ = load_kept("hsk-rnnsearch", device=device)
-    elif name == "dates-transformer":  # chapter 10's recorded Transformer, seed 0, kept with the package
+    elif name == "dates-transformer":  # chapter 6's model of chapter 10's alignment record, seed 0, kept
         data = dates_data(n=ALIGNMENT["dates_n"], seed=0)
         path = alignment_model_path()
         if not path.exists():
