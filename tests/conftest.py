@@ -106,3 +106,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         "site build: myst-nb's run time of the whole execution (kernel start included);"
         " executed by the test: first cell start -> last cell reply (nbclient's timestamps)"
     )
+
+
+#: test files that take minutes, mostly waiting on a browser or a kernel: collected first, so that on
+#: two processes (``-n 2 --dist loadfile``, scripts/test.sh) the other process runs everything else
+#: meanwhile instead of one process starting them last
+SLOW_FILES = ("test_site.py", "test_widgets.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        name = Path(str(item.fspath)).name
+        return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
+
+    items.sort(key=rank)  # stable: the order inside each file, and of the other files, is kept
