@@ -34,6 +34,7 @@ from torch import nn
 
 from ..checkpoints import save_checkpoint
 from ..device import setup
+from ..experiments import fit
 from ..models import count_parameters
 from ..results import PartialRuns, load_result, mean_sd, model_path, record_result
 
@@ -44,6 +45,7 @@ __all__ = [
     "study_status",
     "run_study",
     "run_piece",
+    "fit_piece",
     "size_to_budget",
     "training_row",
     "summarise_variants",
@@ -353,6 +355,24 @@ def size_to_budget(
                 f"{what}: no hidden size within {tolerance:.0%} of {target} parameters (best {best}: {got})"
             )
     return best
+
+
+def fit_piece(model: nn.Module, data, recipe: dict, seed: int, device, **options):
+    """:func:`attention.experiments.fit` as a study trains a piece: the recipe's ``max_epochs``,
+    ``batch_size``, ``lr`` and ``patience`` (early stopping on the task's validation metric), the
+    piece's seed, no progress bar; ``options`` are fit's others (a ``loss``, ...)."""
+    return fit(
+        model,
+        data,
+        epochs=recipe["max_epochs"],
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=seed,
+        device=device,
+        progress=False,
+        patience=recipe["patience"],
+        **options,
+    )
 
 
 def training_row(history, model: nn.Module | None = None, valid: str | None = None) -> dict:

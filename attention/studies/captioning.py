@@ -28,13 +28,11 @@ from pathlib import Path
 
 import torch
 
-from ..device import setup
-from ..experiments import fit
 from ..hard import flat_gradient, gradient_spread_summary, gradient_variance
 from ..models import build
 from ..results import mean_sd, model_path
 from ..tasks.captions import CaptionData, alignment_hit, digit_captions
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
 __all__ = [
     "CAPTIONS",
@@ -168,20 +166,9 @@ def _pieces(recipe: dict) -> list[Piece]:
 
 
 def _run(study: Study, piece: Piece, data: CaptionData, device):
-    recipe, attention, seed = study.recipe, piece.variant, piece.seed
-    setup(seed)
+    recipe, attention, seed = study.recipe, piece.variant, piece.seed  # seeded by the runner (run_piece)
     model = build_captioner(data, attention, recipe, seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, seed, device)
     kept = copy.deepcopy(model).cpu()  # the trained model, before the gradient measurements below draw on it
     report = data.evaluate(model)
     row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}

@@ -14,10 +14,10 @@ as a :class:`~attention.studies.base.Study` (``STUDY``).
 
 from __future__ import annotations
 
-from ..experiments import build_model, evaluate, fit, hsk_data, join_pairs
+from ..experiments import build_model, evaluate, hsk_data, join_pairs
 from ..models import count_parameters
 from ..results import mean_sd
-from .base import Piece, Study
+from .base import Piece, Study, fit_piece
 
 __all__ = ["CONVERGENCE", "MODELS", "STUDY", "STUDIES"]
 
@@ -49,17 +49,7 @@ def _data(recipe: dict, group: str):
 def _run(study: Study, piece: Piece, data, device) -> dict:
     recipe, seed = study.recipe, piece.seed
     model = build_model(data, attention=MODELS[piece.variant], seed=seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        lr=recipe["lr"],
-        batch_size=recipe["batch_size"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, seed, device)
     report = evaluate(model, data)
     joined = {str(k): evaluate(model, data, join_pairs(data.test, k))["bleu"].score for k in (2, 3)}
     return {

@@ -19,11 +19,10 @@ from __future__ import annotations
 import torch
 
 from ..data.aspects import SILVER, load_aspect_check, load_silver_aspects, silver_agreement
-from ..experiments import fit
 from ..models import build
 from ..results import mean_sd
 from ..tasks.tagging import KIND_TAGS, aspect_data
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
 __all__ = ["COUPLED", "PAPER", "VARIANTS", "build_tagger", "attention_on_terms", "STUDY", "STUDIES"]
 
@@ -98,17 +97,7 @@ def _data(recipe: dict, group: str):
 def _run(study: Study, piece: Piece, data, device):
     recipe = study.recipe
     model = build_tagger(piece.variant, data, recipe, piece.seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=piece.seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, piece.seed, device)
     report = data.evaluate(model)
     row = {
         "f1": report["f1"],

@@ -16,12 +16,11 @@ for the chapter's explorer. The run is declared as a :class:`~attention.studies.
 from __future__ import annotations
 
 from ..device import setup
-from ..experiments import fit
 from ..explain import perturbation_report
 from ..models import count_parameters
 from ..results import mean_sd
 from ..tasks.classification import sentiment_data
-from .base import Piece, Study, summarise_variants
+from .base import Piece, Study, fit_piece, summarise_variants
 from .intra import build_intra
 from .multidim import MULTIDIM
 from .multidim import VARIANTS as MULTIDIM_VARIANTS
@@ -56,17 +55,7 @@ def train_classifier(variant: str, data, recipe: dict, seed: int, device):
     """The classifier of ``variant`` trained as the recorded run trains it: ``(model, history)``."""
     setup(seed)
     model = build_intra(variant, data, recipe["hidden_dim"], recipe, seed, variants=MULTIDIM_VARIANTS).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, seed, device)
     return model, history
 
 

@@ -32,12 +32,11 @@ import torch
 
 from ..data.documents import load_vader_documents
 from ..data.sentiment import load_vader_lexicon
-from ..experiments import fit
 from ..metrics import spearman
 from ..models import build
 from ..results import mean_sd
 from ..tasks.documents import document_data
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
 __all__ = [
     "HIERARCHICAL",
@@ -156,17 +155,7 @@ def _data(recipe: dict, group: str) -> dict:
 def _run(study: Study, piece: Piece, shared: dict, device):
     recipe, data, variant = study.recipe, shared["data"], piece.variant
     model = build_han(variant, data, recipe, piece.seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=piece.seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, piece.seed, device)
     report = data.evaluate(model)
     row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy")}
     if VARIANTS[variant] == "attention":

@@ -19,11 +19,10 @@ from __future__ import annotations
 import torch
 
 from ..data.sentiment import load_vader_lexicon
-from ..experiments import fit
 from ..models import build, count_parameters
 from ..models.selfattentive import penalized_loss
 from ..tasks.classification import sentiment_data
-from .base import Piece, Study, size_to_budget, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, size_to_budget, summarise_variants, training_row
 
 __all__ = [
     "INTRA",
@@ -127,17 +126,8 @@ def _run(study: Study, piece: Piece, shared: dict, device):
     recipe, data, lexicon = study.recipe, shared["data"], shared["lexicon"]
     variant, seed, hidden = piece.variant, piece.seed, shared["hidden"][piece.variant]
     model = build_intra(variant, data, hidden, recipe, seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-        loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None,
+    history = fit_piece(
+        model, data, recipe, seed, device, loss=penalized_loss if VARIANTS[variant][0] == "self-attentive" else None
     )
     report = data.evaluate(model)
     row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy"), "hidden_dim": hidden}

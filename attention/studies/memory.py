@@ -28,12 +28,11 @@ from pathlib import Path
 import torch
 
 from ..device import setup
-from ..experiments import fit
 from ..models import build, count_parameters
 from ..results import mean_sd, model_path
 from ..tasks.copy import copy_data
 from ..tasks.qa import babi_data, gate_supervision_loss
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
 __all__ = [
     "MEMORY",
@@ -130,17 +129,7 @@ def _run_hops(study: Study, piece: Piece, sets: _QASets, device) -> dict:
     data = sets(task)
     setup(seed)
     model = build_memn2n(data, hops, recipe, seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, seed, device)
     report = data.evaluate(model)
     return {
         "accuracy": report["accuracy"],
@@ -268,18 +257,7 @@ def _train(model, data, recipe: dict, seed: int, device, **options):
     validation metric at the best epoch as ``valid``)."""
     setup(seed)
     model = model.to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-        **options,
-    )
+    history = fit_piece(model, data, recipe, seed, device, **options)
     return model, {
         "valid": history.epochs[history.best_epoch - 1][f"valid_{data.metric}"],
         **training_row(history, model),

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from ..experiments import fit
 from ..tasks.classification import sentiment_data
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 from .intra import build_intra, matched_hidden
 
 __all__ = ["MULTIDIM", "PAPER", "VARIANTS", "feature_spread", "STUDY", "STUDIES"]
@@ -67,17 +66,7 @@ def _data(recipe: dict, group: str) -> dict:
 def _run(study: Study, piece: Piece, shared: dict, device):
     recipe, data, variant, hidden = study.recipe, shared["data"], piece.variant, shared["hidden"][piece.variant]
     model = build_intra(variant, data, hidden, recipe, piece.seed, variants=VARIANTS).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=piece.seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, piece.seed, device)
     report = data.evaluate(model)
     row = {"accuracy": report["accuracy"], **training_row(history, model, valid="accuracy"), "hidden_dim": hidden}
     if VARIANTS[variant][0] == "attention-pooling":

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import torch
 
-from ..experiments import fit
 from ..models.nested import NestedConfig, NestedSeq2Seq
 from ..results import mean_sd
 from ..tasks.spelling import SpellingData, spelling_data
-from .base import Piece, Study, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
 __all__ = ["NESTED", "VARIANTS", "METRICS", "build_nested", "STUDY", "STUDIES"]
 
@@ -101,17 +100,7 @@ def _data(recipe: dict, group: str = "") -> SpellingData:
 def _run(study: Study, piece: Piece, data: SpellingData, device):
     recipe = study.recipe
     model = build_nested(piece.variant, data, recipe, piece.seed).to(device)
-    history = fit(
-        model,
-        data,
-        epochs=recipe["max_epochs"],
-        batch_size=recipe["batch_size"],
-        lr=recipe["lr"],
-        seed=piece.seed,
-        device=device,
-        progress=False,
-        patience=recipe["patience"],
-    )
+    history = fit_piece(model, data, recipe, piece.seed, device)
     report = data.evaluate(model)
     return {
         "accuracy": report["accuracy"],
