@@ -72,20 +72,14 @@ def _study_parser(sub, command: str, studies) -> None:
 
 def _chosen(args) -> list:
     """The studies of the subcommand whose selecting options are the ones given."""
-    chosen = []
-    for study in args.studies:
-        tokens = selectors(study)
-        wanted = []
-        for option in args.options:
-            value = getattr(args, option[2:].replace("-", "_"))
-            if value is True:
-                wanted.append(option)
-            elif value not in (False, None):
-                wanted.append(option)
-                wanted.append(value)
-        if tuple(wanted) == tokens:
-            chosen.append(study)
-    return chosen
+    wanted = []  # the options given, as a study's command spells them
+    for option in args.options:
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is True:
+            wanted.append(option)
+        elif value not in (False, None):
+            wanted += [option, value]
+    return [study for study in args.studies if selectors(study) == tuple(wanted)]
 
 
 def _parser() -> argparse.ArgumentParser:
