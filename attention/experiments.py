@@ -120,6 +120,8 @@ def fit(
     loss: LossFn | None = None,
     clock: str = "wall",
     clip: float = 1.0,
+    snapshots: Sequence[float] = (),
+    on_step: Callable[[int, float, float], None] | None = None,
 ) -> History:
     """Train ``model`` on ``task.train`` for at most ``epochs`` with the task's loss (or ``loss``,
     e.g. ``sequence_loss`` with label smoothing).
@@ -130,7 +132,8 @@ def fit(
     better one; ``select="loss"`` uses the validation loss instead. The model ends holding its
     best epoch's weights. The defaults are the chapters' recipe (:data:`TRANSLATION_RECIPE`);
     ``warmup``, ``betas``, ``clock`` (what ``max_seconds`` counts) and ``clip`` (the largest gradient
-    norm) are those of :class:`~attention.train.TrainConfig` (the Transformer's recipe warms the learning rate up).
+    norm) are those of :class:`~attention.train.TrainConfig` (the Transformer's recipe warms the learning rate up);
+    ``snapshots`` (shorter budgets kept on the way) and ``on_step`` are :func:`~attention.train.train`'s.
     ``seed`` (dropout and the batch order) defaults to the session's (:func:`attention.device.session_seed`).
     """
     if select not in ("metric", "loss"):
@@ -156,9 +159,19 @@ def fit(
         betas=betas,
         clock=clock,
         clip=clip,
+        snapshots=tuple(snapshots),
     )
     metric = task.validation_metric if select == "metric" else None
-    return train(model, train_batches, lambda: valid, loss or task.loss, cfg, on_epoch=on_epoch, valid_metric=metric)
+    return train(
+        model,
+        train_batches,
+        lambda: valid,
+        loss or task.loss,
+        cfg,
+        on_epoch=on_epoch,
+        valid_metric=metric,
+        on_step=on_step,
+    )
 
 
 def evaluate(model: nn.Module, task: Task, examples: Sequence | None = None, **options) -> dict:

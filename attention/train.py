@@ -44,6 +44,7 @@ class TrainConfig:
     metric: str = "metric"  # the name of the validation metric in the history (e.g. "bleu")
     warmup: int = 0  # updates of learning-rate warm-up; 0: a constant lr (see warmup_factor)
     betas: tuple[float, float] = (0.9, 0.999)  # Adam's; Vaswani et al. use (0.9, 0.98)
+    snapshots: tuple[float, ...] = ()  # shorter budgets (same clock) whose run is kept on the way
 
 
 @dataclass
@@ -53,6 +54,9 @@ class History:
     seconds: float = 0.0  # total training time
     stopped: str = ""  # why training ended
     selected_by: str = "valid_loss"  # the history key the best epoch was chosen on
+    #: per budget of ``cfg.snapshots``: what a run stopped under that budget would have ended with,
+    #: ``{"best_epoch", "epochs_run", "state"}`` (``state``: that run's best weights)
+    snapshots: dict[float, dict] = field(default_factory=dict)
 
 
 def warmup_factor(warmup: int) -> Callable[[int], float]:
@@ -90,6 +94,7 @@ def train(
     cfg: TrainConfig | None = None,
     on_epoch: Callable[[dict, nn.Module], None] | None = None,
     valid_metric: Callable[[nn.Module], float] | None = None,
+    on_step: Callable[[int, float, float], None] | None = None,
 ) -> History:
     """Train ``model`` and leave it holding the weights of its best validation epoch.
 
@@ -103,6 +108,12 @@ def train(
         valid_metric: ``model -> number``, higher is better (e.g. validation BLEU). When
             given, the best epoch is the one with the highest metric and training stops after
             ``cfg.patience`` epochs without a higher one; otherwise the validation loss decides.
+        on_step: called after each update with ``(update, loss, gradient norm)``, the norm
+            measured before clipping (what makes post-LN's early training visible, chapter 6).
+
+    ``cfg.snapshots`` keeps, on the way, the runs of shorter budgets: the same updates in the same
+    order, so the run under budget ``b`` is this one up to the epoch where a ``max_seconds=b`` run
+    would have stopped; ``history.snapshots[b]`` holds its best epoch and weights.
     """
     cfg = TrainConfig() if cfg is None else cfg
     if cfg.clock not in ("wall", "process"):
@@ -113,6 +124,10 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_factor(cfg.warmup)) if cfg.warmup else None
     history = History(selected_by="valid_loss" if valid_metric is None else f"valid_{cfg.metric}")
     best_score, best_state, bad_epochs = float("-inf"), None, 0
+    open_budgets = sorted(float(b) for b in cfg.snapshots)
+    if any(b <= 0 for b in open_budgets):
+        raise ValueError(f"snapshots are budgets in seconds > 0, got {list(cfg.snapshots)}")
+    updates = 0
     start = clock()
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
@@ -121,11 +136,13 @@ def train(
             value, _ = loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             value.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            norm = nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()
-            total, steps = total + value.item(), steps + 1
+            total, steps, updates = total + value.item(), steps + 1, updates + 1
+            if on_step is not None:
+                on_step(updates, value.item(), float(norm))
         valid = evaluate_loss(model, valid_batches(), loss)
         record = {"epoch": epoch, "train_loss": total / max(steps, 1), "valid_loss": valid}
         if valid_metric is not None:
@@ -148,6 +165,12 @@ def train(
             break
         elapsed = record["seconds"]
         epoch_seconds = elapsed / epoch
+        while open_budgets and elapsed + epoch_seconds > open_budgets[0]:  # a shorter run stops here
+            history.snapshots[open_budgets.pop(0)] = {
+                "best_epoch": history.best_epoch,
+                "epochs_run": epoch,
+                "state": best_state,
+            }
         if cfg.max_seconds is not None and elapsed + epoch_seconds > cfg.max_seconds:
             # stop before an epoch that would end past the budget
             history.stopped = f"time budget of {cfg.max_seconds:g} s: another epoch would not fit"
@@ -155,6 +178,12 @@ def train(
     else:
         history.stopped = f"max_epochs={cfg.max_epochs} reached"
     history.seconds = clock() - start
+    for budget in open_budgets:  # budgets this run ended before: their runs are this one
+        history.snapshots[budget] = {
+            "best_epoch": history.best_epoch,
+            "epochs_run": len(history.epochs),
+            "state": best_state,
+        }
     if best_state is not None:
         model.load_state_dict(best_state)
     return history

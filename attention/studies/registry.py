@@ -20,6 +20,7 @@ from . import (
     memory,
     multidim,
     nested,
+    recipe,
 )
 from .base import Study
 
@@ -29,6 +30,7 @@ MODULES = (
     convergence,
     ablation,
     comparison,
+    recipe,
     intra,
     han,
     nested,
