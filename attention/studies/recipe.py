@@ -156,7 +156,8 @@ def _train(name: str, data, config: dict, recipe: dict, seed: int, device, keep_
     """Train one system for the recipe's budget; its test BLEU (and translations) at every budget."""
     model, options, d_model = _build(name, data, config, seed)
     model.to(device)
-    options.setdefault("batch_size", recipe["batch_size"])
+    if "batch_size" not in options:  # the RNNs take the shared one
+        options["batch_size"] = recipe["batch_size"]
     history = fit(
         model,
         data,
