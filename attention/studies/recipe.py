@@ -339,7 +339,9 @@ def _final_summary(study: Study, runs: list[dict], data) -> dict:
     recipe = study.recipe
     models = list(recipe["models"])
     test = data("Transformer").test
-    references = [getattr(p, "meta", {}).get("tgt_text") or detokenize(p.tgt) for p in test]  # as translate() scores them
+    references = [
+        getattr(p, "meta", {}).get("tgt_text") or detokenize(p.tgt) for p in test
+    ]  # as translate() scores them
     summary = {m: _by_budget([r for r in runs if r["model"] == m]) for m in models}
     for m in models:
         summary[m]["parameters"] = next(r["parameters"] for r in runs if r["model"] == m)

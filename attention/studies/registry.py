@@ -10,6 +10,7 @@ from . import (
     ablation,
     alignment,
     bands,
+    bottleneck,
     captioning,
     comparison,
     convergence,
@@ -28,6 +29,7 @@ __all__ = ["STUDIES", "MODULES", "commands", "selectors"]
 
 MODULES = (
     convergence,
+    bottleneck,
     ablation,
     comparison,
     recipe,

@@ -65,6 +65,7 @@ class TranslationData(Task):
     tgt_vocab: Vocab
     tgt_lang: str = "en"  # selects the BLEU tokenizer
     seed: int = 0
+    decode_len: int = 40  # the longest translation evaluate() decodes, in target tokens
     metric = "bleu"  # what training selects on (a class attribute, not a field)
 
     def validation_metric(self, model: nn.Module) -> float:
@@ -96,7 +97,7 @@ class TranslationData(Task):
         """Corpus BLEU (lowercased, since the vocabulary is: sacreBLEU's ``case:lc``), BLEU by
         source length (none when ``edges`` is None), and the translations."""
         pairs = self.test if examples is None else examples
-        done = translate(model, pairs, self, beam_size=beam_size)
+        done = translate(model, pairs, self, beam_size=beam_size, max_len=self.decode_len)
         hyps = [t.text for t in done]
         refs = [t.reference for t in done]  # sacreBLEU lowercases both sides: the signature says case:lc
         bleu: BleuResult = corpus_bleu(hyps, refs, self.tgt_lang, lowercase=True)
