@@ -28,6 +28,8 @@ __all__ = [
     "head_map_figure",
     "training_curves_figure",
     "layer_cost_figure",
+    "stability_figure",
+    "budget_figure",
     "head_explorer",
     "intra_attention_figure",
     "lstmn_explorer",
@@ -164,6 +166,40 @@ def training_curves_figure(panels: dict, x: str = "seconds", y: str = "valid_ble
             ylim=(0, None),
         )
         ax.legend(fontsize=8)
+    return fig
+
+
+def stability_figure(summary: dict):
+    """Chapter 6: the training loss and the gradient norm (before clipping) over the first updates,
+    one line per recipe of the ``transformer-stability`` record's ``summary`` (means over seeds)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.4, 3.0), layout="constrained")
+    loss_ax, norm_ax = fig.subplots(1, 2)
+    for label, cell in summary.items():
+        style = "-" if label.startswith("pre") else "--"
+        loss_ax.plot(cell["update"], cell["loss"], style, label=label)
+        norm_ax.plot(cell["update"], cell["grad_norm"], style, label=label)
+    loss_ax.set(title="training loss", xlabel="update", ylabel="loss (label-smoothed)")
+    norm_ax.set(title="gradient norm before clipping", xlabel="update", ylabel="norm", yscale="log")
+    loss_ax.legend(fontsize=8)
+    return fig
+
+
+def budget_figure(summary: dict, systems: Sequence[str] | None = None):
+    """Chapter 6: test BLEU (mean and ± sd over seeds) against the training budget, one line per
+    system of the ``transformer-final`` record's ``summary`` (keys: budgets in seconds)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.6, 3.2), layout="constrained")
+    ax = fig.subplots()
+    for name in systems or list(summary):
+        budgets = sorted((b for b in summary[name] if b.replace(".", "").isdigit()), key=float)
+        means = [summary[name][b]["bleu"]["mean"] for b in budgets]
+        sds = [summary[name][b]["bleu"]["sd"] or 0.0 for b in budgets]
+        ax.errorbar([float(b) for b in budgets], means, yerr=sds, marker="o", capsize=3, label=name)
+    ax.set(xlabel="training budget (s, one CPU thread)", ylabel="test BLEU", ylim=(0, None))
+    ax.legend(fontsize=8)
     return fig
 
 

@@ -1,4 +1,5 @@
-"""Chapter 10 (``book/10-evaluation.md``): BLEU's pieces by hand, AER by hand, BLEU and Chinese.
+"""Chapter 10 (``book/10-evaluation.md``): BLEU's pieces by hand, AER by hand, BLEU and Chinese,
+reading a paired bootstrap.
 
 Each checker computes the answer with :mod:`attention.bleu` or :func:`attention.metrics.aer` and
 says why a wrong answer is wrong.
@@ -13,7 +14,16 @@ from ... import bleu
 from ...metrics import aer
 from .base import Verdict, exercise, fmt_numbers, right, wrong
 
-__all__ = ["HYPOTHESIS_101", "REFERENCES_101", "PREDICTED_102", "SURE_102", "POSSIBLE_102", "SENTENCES_103"]
+__all__ = [
+    "HYPOTHESIS_101",
+    "REFERENCES_101",
+    "PREDICTED_102",
+    "SURE_102",
+    "POSSIBLE_102",
+    "SENTENCES_103",
+    "RESAMPLES_104",
+    "NOT_BETTER_104",
+]
 
 
 # 10.1 ------------------------------------------------------------------------------------------
@@ -120,3 +130,41 @@ def chinese_bleu(answer: Any) -> Verdict:
     if abs(default - want[1]) < 0.01:
         return wrong("13a splits at spaces and punctuation only; a Chinese sentence has no spaces")
     return wrong("compute both with attention.bleu.sentence_bleu(hypothesis, [reference], tokenizer)")
+
+
+# 10.4 ------------------------------------------------------------------------------------------
+
+RESAMPLES_104 = 1000  # paired bootstrap resamples of the test sentences
+NOT_BETTER_104 = 38  # in how many of them system A's BLEU was not above system B's
+
+
+def _bootstrap_104() -> list:
+    p = NOT_BETTER_104 / RESAMPLES_104
+    return [p, p < 0.025]  # the 95 % percentile interval excludes 0 only when fewer than 2.5 % fall at or below it
+
+
+@exercise("10.4", "Reading a paired bootstrap", solution=_bootstrap_104, wrong_answer=lambda: [0.038, True])
+def reading_bootstrap(answer: Any) -> Verdict:
+    try:
+        p, beyond = answer
+        p = float(p)
+    except (TypeError, ValueError):
+        return wrong(f"answer with [p, beyond the interval (True or False)]; got {answer!r}")
+    if not isinstance(beyond, bool):
+        return wrong(f"the second item is True or False, got {beyond!r}")
+    want_p, want_beyond = _bootstrap_104()
+    if abs(p - want_p) > 1e-3:
+        if abs(p - (1 - want_p)) < 1e-3:
+            return wrong("that is the share of resamples where A wins; p is the share where A does *not* beat B")
+        return wrong(f"p is the share of the {RESAMPLES_104} resamples in which A is not above B")
+    if beyond != want_beyond:
+        return wrong(
+            "p = 0.038 is below 0.05, but the 95 % interval runs from the 2.5th to the 97.5th percentile of "
+            "the differences: with 3.8 % of them at or below 0, the 2.5th percentile is below 0 and the "
+            "interval contains 0. The difference is not beyond the interval"
+        )
+    return right(
+        "p = 38/1000 = 0.038, and the interval's lower end, the 2.5th percentile of the differences, is at or "
+        "below 0 (3.8 % of them are): the interval contains 0, so the difference is not a finding by the "
+        "book's rule, whatever a one-sided test at 5 % would say"
+    )
