@@ -58,3 +58,32 @@ def test_the_table_prints_every_row():
     records = {r["record"] for r in rows}
     assert len(text.splitlines()) == 1 + len(rows) + 1 + len(records) and "± " in text
     assert all(f"{name:<24} python -m attention " in text for name in records)
+
+
+def test_t_quantiles_are_students():
+    # Student's t, two-sided 95 %: the printed tables' values
+    for dof, want in [(1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228), (30, 2.042)]:
+        assert lb.t_quantile(0.975, dof) == pytest.approx(want, abs=1e-3), dof
+    assert lb.t_quantile(0.975, 3.5) == pytest.approx(2.9, abs=0.1)  # Welch's degrees are not whole
+    with pytest.raises(ValueError, match="0.5 < p < 1"):
+        lb.t_quantile(0.3, 4)
+
+
+def test_attention_gains_pair_each_model_with_its_baseline_and_welchs_interval():
+    def row(record, entry, mean, sd, n=3, attention=True):
+        return {"record": record, "entry": entry, "metric": "bleu", "mean": mean, "sd": sd, "n": n, "attention": attention}
+
+    rows = [
+        row("r", "hsk / none+feed", 5.0, 1.0, attention=False),
+        row("r", "hsk / global-dot+feed", 9.0, 1.0),
+        row("r", "ding / global-dot+feed", 1.0, 1.0),  # another pair: not this baseline's
+        row("other", "hsk / global-dot+feed", 9.0, 1.0),  # another record
+    ]
+    (gain,) = lb.attention_gains(rows)
+    assert (gain["entry"], gain["baseline"], gain["difference"]) == ("hsk / global-dot+feed", "hsk / none+feed", 4.0)
+    half = lb.t_quantile(0.975, 4) * (2 / 3) ** 0.5  # equal sds and seeds: Welch's dof = 2 (n - 1)
+    assert gain["low"] == pytest.approx(4 - half) and gain["high"] == pytest.approx(4 + half)
+    assert gain["beyond_interval"]
+    gains = lb.attention_gains(lb.leaderboard())
+    convergence = next(g for g in gains if g["record"] == "hsk-convergence")
+    assert (convergence["entry"], convergence["baseline"]) == ("RNNsearch", "encoder-decoder")

@@ -522,6 +522,9 @@ def test_playground_translates_like_the_python_model(open_page, model):
     assert root.get_attribute("data-ready") == "true", page.locator(".pg-status").inner_text()
     print(f"playground ready {root.get_attribute('data-load-ms')} ms after its script started")
     page.select_option(".pg-model", model)
+    parity = json.loads((SITE / "playground-models" / "manifest.json").read_text())["models"][model]["parity"]
+    shown = page.locator(".pg-parity").inner_text()
+    assert f"on {parity['sentences']} test sentences" in shown and f"{100 * parity['same_output']:.1f} %" in shown, shown
     for example in _playground_examples(model)[:3]:
         page.fill(".pg-input", example["text"])
         page.click(".pg-go")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..results import list_results, load_result
 
-__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard"]
+__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard", "attention_gains"]
 
 #: the metric a row reports: the first of these a summary cell holds as a mean ± sd
 HEADLINE = ("exact_match", "bleu", "accuracy", "f1", "bit_accuracy")
@@ -46,6 +46,8 @@ UNSUMMARISED = {
     "ablation-small": "one seed after a fixed number of updates: a scan, not a comparison",
     "benchmark": "speed and memory against PyTorch's kernels (the performance appendix), not a model's quality",
     "notebook-bands": "how far a notebook's live training moves across CPU kernels and seeds, not a model's quality",
+    "transformer-recipe": "one seed per recipe, chosen on validation BLEU: a sweep, not a comparison (chapter 6)",
+    "transformer-stability": "the loss and gradient norm of the first updates (chapter 6), not a model's quality",
 }
 
 #: keys of a summary cell that hold per-run detail, not more cells
@@ -138,3 +140,80 @@ def format_leaderboard(rows: list[dict], digits: int = 3) -> str:
         machine = ", ".join(f"{k} {v}" for k, v in r["machine"].items())
         lines.append(f"{record:<24} {r['command']}  ({machine}; torch {r['torch']})")
     return "\n".join(lines)
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``dof`` degrees of freedom (any real
+    dof > 0): bisection on its distribution function, itself Simpson's rule over the density."""
+    import math
+
+    if not 0.5 < p < 1 or dof <= 0:
+        raise ValueError(f"t_quantile needs 0.5 < p < 1 and dof > 0, got p={p}, dof={dof}")
+    log_norm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+
+    def density(x: float) -> float:
+        return math.exp(log_norm - (dof + 1) / 2 * math.log1p(x * x / dof))
+
+    def cdf(x: float, steps: int = 400) -> float:  # 0.5 + the integral over [0, x], x >= 0
+        h = x / steps
+        total = density(0.0) + density(x) + sum((4 if i % 2 else 2) * density(i * h) for i in range(1, steps))
+        return 0.5 + total * h / 3
+
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        low, high = high, 2 * high
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cdf(mid) < p else (low, mid)
+    return (low + high) / 2
+
+
+def attention_gains(rows: list[dict], level: float = 0.95) -> list[dict]:
+    """With attention against without, wherever a record holds both: for each baseline row (an
+    entry of :data:`NO_ATTENTION`), every row of the same record and metric whose entry differs
+    only in that part of the path (``"hsk / none+feed"`` against ``"hsk / global-dot+feed"``).
+
+    Each gain is ``difference`` = mean with attention − mean without, with a ``level`` interval
+    over the seeds: Welch's, ``± t · √(sd_a²/n_a + sd_b²/n_b)`` with Welch–Satterthwaite's degrees
+    of freedom (None where a side has one seed). The interval says how far another set of seeds
+    could move the difference, not how far another test set could (chapter 10's paired bootstrap
+    answers that, where a record keeps the translations)."""
+    out = []
+    for base in (r for r in rows if not r["attention"]):
+        parts = base["entry"].split(" / ")
+        at = next(i for i, p in enumerate(parts) if p in NO_ATTENTION)
+        for row in rows:
+            other = row["entry"].split(" / ")
+            if not (
+                row["attention"]
+                and row["record"] == base["record"]
+                and row["metric"] == base["metric"]
+                and len(other) == len(parts)
+                and all(a == b for i, (a, b) in enumerate(zip(other, parts)) if i != at)
+            ):
+                continue
+            diff = row["mean"] - base["mean"]
+            low = high = None
+            if row["sd"] is not None and base["sd"] is not None and row["n"] > 1 and base["n"] > 1:
+                va, vb = row["sd"] ** 2 / row["n"], base["sd"] ** 2 / base["n"]
+                se = (va + vb) ** 0.5
+                if se > 0:
+                    dof = (va + vb) ** 2 / (va**2 / (row["n"] - 1) + vb**2 / (base["n"] - 1))
+                    half = t_quantile(0.5 + level / 2, dof) * se
+                else:
+                    half = 0.0
+                low, high = diff - half, diff + half
+            out.append(
+                {
+                    "record": row["record"],
+                    "entry": row["entry"],
+                    "baseline": base["entry"],
+                    "metric": row["metric"],
+                    "difference": diff,
+                    "low": low,
+                    "high": high,
+                    "n": (row["n"], base["n"]),
+                    "beyond_interval": low is not None and (low > 0 or high < 0),
+                }
+            )
+    return out

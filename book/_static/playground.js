@@ -205,6 +205,16 @@
     }); });
   }
 
+  function showParity(name) {
+    const el = $(".pg-parity"), p = manifest.models[name].parity;
+    if (!el) return;
+    el.textContent = p
+      ? `This model, exported, was checked against the PyTorch model on ${p.sentences} test sentences: ` +
+        `${(100 * p.same_output).toFixed(1)} % identical translations, ${(100 * p.token_agreement).toFixed(2)} % ` +
+        `of the tokens equal, attention weights within ${p.max_weight_diff.toExponential(1)}.`
+      : "This export was not checked against the PyTorch model.";
+  }
+
   async function start() {
     const t0 = performance.now();
     try {
@@ -219,12 +229,13 @@
         picker.appendChild(o);
       }
       await load(picker.value);
-      picker.addEventListener("change", () => showExamples(picker.value));
+      picker.addEventListener("change", () => { showExamples(picker.value); showParity(picker.value); });
       $(".pg-go").addEventListener("click", translate);
       $(".pg-layer").addEventListener("change", redraw);
       $(".pg-head").addEventListener("change", redraw);
       $(".pg-input").addEventListener("keydown", (e) => { if (e.key === "Enter") translate(); });
       showExamples(picker.value);
+      showParity(picker.value);
       root.dataset.loadMs = String(Math.round(performance.now() - t0));
       root.dataset.ready = "true";
       status("Ready: type a sentence, or pick an example.", "ok");

@@ -16,22 +16,39 @@ from ...widgets import Explorer, explorer, register_explorer
 __all__ = ["bleu_by_length_figure", "decoding_step_figure", "decoding_explorer"]
 
 
-def bleu_by_length_figure(results: dict[str, Sequence[dict]], paper_note: str | None = None):
+def bleu_by_length_figure(
+    results: dict[str, Sequence[dict]],
+    paper_note: str | None = None,
+    title: str | None = None,
+    trained_up_to: str | None = None,
+):
     """BLEU per source-length bucket, one line per model (the shape of Bahdanau's Fig. 2).
 
-    ``results[name]`` is :func:`attention.metrics.bleu_by_length`'s list of rows.
+    ``results[name]`` is :func:`attention.metrics.bleu_by_length`'s list of rows, or rows whose
+    ``bleu`` is a :func:`attention.results.mean_sd` over seeds (drawn as mean ± sd).
+    ``trained_up_to``: the last bucket of training lengths, marked with a line after it.
     """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.0, 3.2), layout="constrained")
     ax = fig.add_subplot()
     for name, rows in results.items():
-        ax.plot([r["bucket"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
+        buckets = [r["bucket"] for r in rows]
+        if rows and isinstance(rows[0]["bleu"], dict):
+            means = [r["bleu"]["mean"] for r in rows]
+            sds = [r["bleu"]["sd"] or 0.0 for r in rows]
+            ax.errorbar(buckets, means, yerr=sds, marker="o", capsize=3, label=name)
+        else:
+            ax.plot(buckets, [r["bleu"] for r in rows], marker="o", label=name)
+    if trained_up_to is not None:
+        at = [r["bucket"] for r in next(iter(results.values()))].index(trained_up_to)
+        ax.axvline(at + 0.5, color="0.6", linestyle=":", linewidth=1)
+        ax.text(at + 0.55, 0.02, "longer than training", transform=ax.get_xaxis_transform(), fontsize=7, color="0.4")
     ax.set(
         xlabel="source length (characters)",
         ylabel="BLEU",
         ylim=(0, None),
-        title="BLEU by source length (our CPU-scale run)",
+        title=title or "BLEU by source length (our CPU-scale run)",
     )
     if paper_note:
         ax.text(0.99, 0.97, paper_note, transform=ax.transAxes, ha="right", va="top", fontsize=7)

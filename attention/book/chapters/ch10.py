@@ -10,7 +10,7 @@ from ...viz import attention_rows_figure
 from ...widgets import Explorer, explorer, register_explorer
 from .common import _demo_features, _short_sentences
 
-__all__ = ["WEIGHT_VARIANTS", "faithfulness_explorer"]
+__all__ = ["WEIGHT_VARIANTS", "faithfulness_explorer", "forest_figure"]
 
 
 #: what the faithfulness explorer puts in place of the model's attention
@@ -65,3 +65,31 @@ def faithfulness_explorer(model=None, data=None, sentences=None, eps: float = 0.
         )
 
     return explorer(draw, {"sentence": list(frames), "weights": WEIGHT_VARIANTS}, mode=mode)
+
+
+def forest_figure(gains: list[dict], title: str = "with attention − without, mean over seeds and its 95 % interval"):
+    """Chapter 10: one line per gain of :func:`attention.book.leaderboard.attention_gains` (the
+    record, the entry and its baseline), the difference as a point and its interval over seeds as
+    a bar; one panel per metric, since BLEU and accuracy do not share a scale."""
+    from matplotlib.figure import Figure
+
+    metrics = list(dict.fromkeys(g["metric"] for g in gains))
+    heights = [len([g for g in gains if g["metric"] == m]) for m in metrics]
+    fig = Figure(figsize=(7.5, 0.9 + 0.22 * sum(heights) + 0.5 * len(metrics)), layout="constrained")
+    axes = fig.subplots(len(metrics), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    for ax, metric in zip(axes, metrics):
+        rows = [g for g in gains if g["metric"] == metric]
+        ys = list(range(len(rows)))[::-1]
+        for y, g in zip(ys, rows):
+            colour = "tab:blue" if g["beyond_interval"] else "0.55"
+            if g["low"] is not None:
+                ax.plot([g["low"], g["high"]], [y, y], color=colour, linewidth=1.5)
+            ax.plot([g["difference"]], [y], "o", color=colour, markersize=4)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(
+            ys, [f"{g['record']}: {g['entry']}  vs  {g['baseline'].split(' / ')[-1]}" for g in rows], fontsize=7
+        )
+        ax.set_xlabel(f"{metric}: with attention − without", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+    axes[0].set_title(title, fontsize=9)
+    return fig
