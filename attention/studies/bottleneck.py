@@ -31,7 +31,7 @@ BOTTLENECK = {
     "edges": [1, 10, 20, 30, 40, 50, 100],  # source-length buckets [lo, hi) in characters
     "decode_len": 90,
     "seeds": [0, 1, 2, 3, 4],
-    "budget_seconds": 400,
+    "budget_seconds": 300,
     "clock": "process",
     "max_epochs": 200,
     "patience": 6,
