@@ -37,6 +37,7 @@ import numpy
 import torch
 
 from .. import __version__
+from ..bleu import BleuStatistics, bleu_from_statistics, sentence_statistics, tokenize
 from ..provenance import code_stamp
 
 __all__ = [
@@ -309,9 +310,7 @@ def beyond_spread(x: dict, y: dict) -> bool:
 
 def _seed_statistics(systems, references, tokenizer: str, lowercase: bool, what: str):
     """Per seed, the (sentences, 2·4 + 2) array of BLEU's sentence statistics of ``systems``."""
-    import numpy as np
-
-    from ..bleu import sentence_statistics, tokenize
+    np = numpy
 
     def prepare(text: str) -> list[str]:
         return tokenize(text.lower() if lowercase else text, tokenizer)
@@ -334,8 +333,6 @@ def _seed_statistics(systems, references, tokenizer: str, lowercase: bool, what:
 
 
 def _bleu_of_sums(sums) -> float:
-    from ..bleu import BleuStatistics, bleu_from_statistics
-
     sums = [int(v) for v in sums]
     return bleu_from_statistics(BleuStatistics(sums[:4], sums[4:8], sums[8], sums[9])).score
 
@@ -360,7 +357,7 @@ def paired_bootstrap(
     share of resamples in which ``a`` does not beat ``b``: a one-sided p-value of "a > b") and
     whether the difference is beyond the interval (the interval excludes 0). The seed spread is
     the other half of the story: report it beside (:func:`mean_sd`)."""
-    import numpy as np
+    np = numpy
 
     if resamples < 100:
         raise ValueError(f"resamples must be at least 100 for a 95 % interval, got {resamples}")
