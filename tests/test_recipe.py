@@ -137,3 +137,10 @@ def test_the_records_regenerate_from_themselves(name, tmp_path):
     again = run_study(dataclasses.replace(study, run=never), tmp_path, write=False)
     assert again["metrics"] == record["metrics"]
     assert (again["recipe"], again["seeds"]) == (record["recipe"], record["seeds"])
+
+
+def test_the_final_comparison_trains_the_sweeps_choice():
+    sweep = results.load_result("transformer-recipe")
+    assert sweep["metrics"]["chosen"] == recipe.CHOSEN
+    final = results.load_result("transformer-final")
+    assert final["recipe"]["models"]["Transformer"] == sweep["recipe"]["base"] | sweep["recipe"]["variants"][recipe.CHOSEN]
