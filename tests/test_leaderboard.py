@@ -71,7 +71,15 @@ def test_t_quantiles_are_students():
 
 def test_attention_gains_pair_each_model_with_its_baseline_and_welchs_interval():
     def row(record, entry, mean, sd, n=3, attention=True):
-        return {"record": record, "entry": entry, "metric": "bleu", "mean": mean, "sd": sd, "n": n, "attention": attention}
+        return {
+            "record": record,
+            "entry": entry,
+            "metric": "bleu",
+            "mean": mean,
+            "sd": sd,
+            "n": n,
+            "attention": attention,
+        }
 
     rows = [
         row("r", "hsk / none+feed", 5.0, 1.0, attention=False),

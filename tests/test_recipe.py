@@ -143,4 +143,6 @@ def test_the_final_comparison_trains_the_sweeps_choice():
     sweep = results.load_result("transformer-recipe")
     assert sweep["metrics"]["chosen"] == recipe.CHOSEN
     final = results.load_result("transformer-final")
-    assert final["recipe"]["models"]["Transformer"] == sweep["recipe"]["base"] | sweep["recipe"]["variants"][recipe.CHOSEN]
+    assert (
+        final["recipe"]["models"]["Transformer"] == sweep["recipe"]["base"] | sweep["recipe"]["variants"][recipe.CHOSEN]
+    )

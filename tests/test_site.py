@@ -524,7 +524,9 @@ def test_playground_translates_like_the_python_model(open_page, model):
     page.select_option(".pg-model", model)
     parity = json.loads((SITE / "playground-models" / "manifest.json").read_text())["models"][model]["parity"]
     shown = page.locator(".pg-parity").inner_text()
-    assert f"on {parity['sentences']} test sentences" in shown and f"{100 * parity['same_output']:.1f} %" in shown, shown
+    assert f"on {parity['sentences']} test sentences" in shown and f"{100 * parity['same_output']:.1f} %" in shown, (
+        shown
+    )
     for example in _playground_examples(model)[:3]:
         page.fill(".pg-input", example["text"])
         page.click(".pg-go")

