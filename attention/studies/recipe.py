@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import functools
 
+import torch
+
 from ..experiments import build_model, evaluate, fit, hsk_data
 from ..metrics import detokenize
 from ..models import build, count_parameters
 from ..results import mean_sd, paired_bootstrap
 from .base import Piece, Study
 from .comparison import match_transformer
+from .comparison import transformer_config as comparison_config
 
 __all__ = [
     "TRANSFORMER",
@@ -113,22 +116,15 @@ FINAL = COMMON | {
 
 
 def transformer_config(data, d_model: int, t: dict) -> dict:
-    """The Transformer's config for ``data`` at ``d_model`` under recipe ``t`` (d_ff = 4 · d_model)."""
-    return dict(
-        src_vocab=len(data.src_vocab),
-        tgt_vocab=len(data.tgt_vocab),
-        d_model=d_model,
-        num_heads=t["num_heads"],
-        num_layers=t["num_layers"],
-        d_ff=4 * d_model,
-        dropout=t["dropout"],
-        tie_embeddings=t["tie_embeddings"],
-        norm_first=t["norm_first"],
-    )
+    """The Transformer's config for ``data`` at ``d_model`` under recipe ``t``: chapter 6's first
+    comparison's (:func:`attention.studies.comparison.transformer_config`) with ``t``'s layer norm."""
+    return comparison_config(data, d_model, {"transformer": t}) | {"norm_first": t["norm_first"]}
 
 
 def _rnnsearch_size(data) -> int:
-    return count_parameters(build_model(data, attention="additive", embed_dim=128, hidden_dim=128, dropout=0.3))
+    """RNNsearch's parameter count under the final comparison's recipe: what every Transformer is sized to."""
+    arch = {k: v for k, v in FINAL["models"]["RNNsearch"].items() if k != "lr"}
+    return count_parameters(build_model(data, **arch))
 
 
 def _hsk(recipe: dict, group: str):
@@ -136,11 +132,9 @@ def _hsk(recipe: dict, group: str):
 
 
 def _build(name: str, data, config: dict, seed: int):
-    """``(model, fit options)`` of one system under its recipe ``config``."""
+    """``(model, fit options, d_model)`` of one system under its recipe ``config`` (``d_model`` None for the RNNs)."""
     if name == "Transformer":
         d_model = match_transformer(data, _rnnsearch_size(data), {"transformer": config})
-        import torch
-
         torch.manual_seed(seed)
         model = build("transformer", transformer_config(data, d_model, config))
         options = dict(
