@@ -71,3 +71,31 @@ def test_the_record_regenerates_from_itself(tmp_path):
         alignment.alignment_model_path()
         == results.RESULTS_DIR / "models" / "transformer-alignment-transformer-seed0.pt"
     )
+
+
+def test_digits_only_head_aers_drop_the_hyphens_links():
+    data = dates_data(n=60, seed=0)
+    torch.manual_seed(0)
+    model = build("transformer", transformer_config(data, 16, alignment.ALIGNMENT))
+    every, digits = alignment.head_aers(model, data), alignment.head_aers(model, data, aligned_only=True)
+    assert sorted(every) == sorted(digits)
+    # a gold-perfect map scores 0 over the digits only: the hyphens' forced links are what 'every' counts
+    from attention.metrics import aer
+    from attention.tasks.translation import drop_unaligned
+
+    pairs = list(data.test)
+    perfect = [set(p.sure) | {(0, t) for t in range(len(p.tgt)) if t not in {j for _, j in p.sure}} for p in pairs]
+    assert aer(drop_unaligned(perfect, pairs), [p.sure for p in pairs], [p.possible for p in pairs]) == 0.0
+    assert aer(perfect, [p.sure for p in pairs], [p.possible for p in pairs]) > 0.0
+
+
+def test_rows_without_the_digits_only_head_are_run_again():
+    record = results.load_result("transformer-alignment")
+    study = alignment.STUDY
+    assert set(alignment._recorded(study, record)) == {"transformer/seed0", "transformer/seed1", "transformer/seed2"}
+    old = {**record, "metrics": {**record["metrics"], "runs": [dict(r) for r in record["metrics"]["runs"]]}}
+    del old["metrics"]["runs"][1]["best_head_aer_aligned"]
+    assert set(alignment._recorded(study, old)) == {"transformer/seed0", "transformer/seed2"}
+    cell = record["metrics"]["summary"]["transformer"]
+    assert 0 <= cell["best_head_aer_aligned"]["mean"] <= cell["aer_aligned"]["mean"]
+    assert len(cell["best_heads_aligned"]) == 3

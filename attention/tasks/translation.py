@@ -37,6 +37,7 @@ __all__ = [
     "translate",
     "join_pairs",
     "attention_links",
+    "drop_unaligned",
     "decode_steps",
     "forced_attention",
     "alignment_error_rate",
@@ -296,6 +297,12 @@ def forced_attention(model, data: TranslationData, pairs: Sequence) -> list[torc
     return [att[i, : len(p.tgt), : len(p.src)].cpu() for i, p in enumerate(pairs)]
 
 
+def drop_unaligned(links: Sequence[set], pairs: Sequence) -> list[set]:
+    """Each pair's predicted ``(source, target)`` links without those of target tokens that the
+    gold (``pair.sure``) aligns to nothing."""
+    return [{(s, t) for s, t in A if t in {j for _, j in p.sure}} for A, p in zip(links, pairs)]
+
+
 def alignment_error_rate(
     model, data: TranslationData, pairs: Sequence | None = None, aligned_only: bool = False
 ) -> float:
@@ -307,5 +314,5 @@ def alignment_error_rate(
     pairs = data.test if pairs is None else pairs
     links = [attention_links(a) for a in forced_attention(model, data, pairs)]
     if aligned_only:
-        links = [{(s, t) for s, t in A if t in {j for _, j in p.sure}} for A, p in zip(links, pairs)]
+        links = drop_unaligned(links, pairs)
     return aer(links, [p.sure for p in pairs], [p.possible for p in pairs])
