@@ -97,9 +97,18 @@ def test_the_sites_models_equal_pytorch_on_the_whole_test_split():
         assert p["sentences"] >= 100, (name, p)
 
 
-def test_the_playground_adds_under_25_mb_to_the_site():
-    _built_manifest()
+def test_the_playground_adds_under_30_mb_to_the_site():
+    """The runtime and every model together. A visitor downloads the runtime and the first model
+    when the page opens, and another model only when choosing it (``load`` in playground.js), so
+    the first load is checked too: the runtime plus the first model under 16 MB. The Chinese model
+    (about 12 MB: its English vocabulary holds HSK's and the dictionary's words) is the largest."""
+    manifest = _built_manifest()
     files = [f for folder in (BUILT, ORT_VENDORED) for f in folder.rglob("*") if f.is_file()]
     size = sum(f.stat().st_size for f in files)
     print(f"playground assets: {size / 2**20:.1f} MB in {len(files)} files")
-    assert size < 25 * 2**20, f"{size / 2**20:.1f} MB"
+    assert size < 30 * 2**20, f"{size / 2**20:.1f} MB"
+    first = next(iter(manifest["models"]))
+    runtime = sum(f.stat().st_size for f in ORT_VENDORED.rglob("*") if f.is_file())
+    opening = runtime + sum(f.stat().st_size for f in (BUILT / first).rglob("*") if f.is_file())
+    print(f"opening the page ({first}): {opening / 2**20:.1f} MB")
+    assert opening < 16 * 2**20, f"{opening / 2**20:.1f} MB"

@@ -34,6 +34,8 @@ import pytest
 import yaml
 from conftest import toc_docs
 
+from attention import results
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 ON_CI = os.environ.get("CI", "").lower() == "true"
@@ -535,6 +537,22 @@ def test_playground_translates_like_the_python_model(open_page, model):
         assert tokens == example["output"], (example["text"], tokens, example["output"])
         assert page.locator(".pg-heatmap tbody tr").count() == len(tokens)
         assert page.locator(".pg-heatmap thead th").count() == len(example["tokens"])
+    if model == "hsk":  # the survey's example first, written as the dictionary record's seed 0 writes it
+        first = _playground_examples(model)[0]
+        seed0 = next(
+            r
+            for r in results.load_result("dictionary")["metrics"]["runs"]
+            if (r["variant"], r["seed"]) == ("HSK+CEDICT", 0)
+        )
+        assert first["text"] == "機器學習"
+        page.locator(".pg-example").first.click()
+        page.wait_for_function(
+            "t => document.querySelector('.pg-output').dataset.tokens === t",
+            arg=json.dumps(first["output"], separators=(",", ":"), ensure_ascii=False),
+            timeout=30_000,
+        )
+        assert page.locator(".pg-output").inner_text().strip() == seed0["probes"]["機器學習"]["output"]
+        assert page.locator(".pg-heatmap thead th").all_inner_texts() == list("機器學習")
     if model == "dates-transformer":  # every layer's and head's cross-attention, mean of the heads first
         assert page.locator(".pg-heads").is_visible()
         before = page.locator(".pg-map").inner_text()

@@ -10,8 +10,11 @@ tokenizer, examples with the torch model's own outputs), plus ``<out>/manifest.j
 ``book/playground.md`` runs them with onnxruntime-web, greedy decoding written in JavaScript the
 way :func:`attention.models.decoding.greedy` decodes.
 
-The models are the chapters' own: chapter 3's two RNNsearch models, kept with the package
-(``attention/results/models/kept-*.pt``, :func:`attention.experiments.fit_kept`), and the date Transformer of chapter 10's alignment record (chapter 6's model, seed 0, kept with the package). Parity is measured, not assumed: :func:`parity` decodes the test split with
+The models are the chapters' own, kept with the package: chapter 3's date RNNsearch
+(``attention/results/models/kept-dates-rnnsearch.pt``, :func:`attention.experiments.fit_kept`), chapter
+3's Chinese→English RNNsearch of the record ``dictionary`` (HSK and CC-CEDICT, trained to convergence,
+seed 0: :func:`attention.studies.dictionary.dictionary_model`), and the date Transformer of chapter
+10's alignment record (chapter 6's model, seed 0). Parity is measured, not assumed: :func:`parity` decodes the test split with
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
 difference of the attention weights.
 """
@@ -31,11 +34,12 @@ from babel.dates import format_date
 from torch import Tensor, nn
 
 from ..checkpoints import load_checkpoint
-from ..data import Vocab
+from ..data import Pair, Vocab
 from ..device import seed_everything, set_threads
-from ..experiments import dates_data, hsk_data, load_kept, translate
+from ..experiments import dates_data, load_kept, translate
 from ..models.interface import EncoderMemory
 from ..studies.alignment import ALIGNMENT, alignment_model_path
+from ..studies.dictionary import dictionary_model
 
 __all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize", "export_web"]
 
@@ -46,7 +50,12 @@ PLAYGROUND = {
         "tokenizer": "dates",
         "max_len": 12,
     },
-    "hsk": {"title": "Chinese → English: RNNsearch (chapter 3)", "tokenizer": "chars", "max_len": 40},
+    "hsk": {
+        "title": "Chinese → English: RNNsearch taught HSK and CC-CEDICT (chapter 3)",
+        "tokenizer": "chars",
+        "max_len": 40,
+        "examples": ["機器學習", "機器學習很有趣"],  # the survey's example first, then test sentences
+    },
     "dates-transformer": {
         "title": "Dates → ISO: the Transformer (chapters 6 and 10), every layer and head",
         "tokenizer": "dates",
@@ -60,16 +69,16 @@ DATE_CHUNK = re.compile(r"[0-9]+|[^\W\d_]+\.?|[^\w\s]")
 
 def playground_model(name: str, device: str = "cpu") -> tuple[nn.Module, object]:
     """``(model, data)`` of a playground model: the book's kept models, so the page runs on every
-    machine the model the chapters print (chapter 3's two RNNsearch models,
-    :func:`attention.experiments.fit_kept`; the date Transformer of chapter 10's alignment record)."""
+    machine the model the chapters print (chapter 3's date RNNsearch, :func:`attention.experiments.fit_kept`;
+    its Chinese→English RNNsearch of the record ``dictionary``; the date Transformer of chapter
+    10's alignment record)."""
     seed_everything(0)
     set_threads(1)
     if name == "dates":
         data = dates_data(n=4000)
         model, _ = load_kept("dates-rnnsearch", device=device)
-    elif name == "hsk":
-        data = hsk_data()
-        model, _ = load_kept("hsk-rnnsearch", device=device)
+    elif name == "hsk":  # chapter 3's dictionary record, seed 0, kept
+        model, data = dictionary_model(device=device)
     elif name == "dates-transformer":  # chapter 6's model of chapter 10's alignment record, seed 0, kept
         data = dates_data(n=ALIGNMENT["dates_n"], seed=0)
         path = alignment_model_path()
@@ -293,9 +302,13 @@ def _export_rnnsearch(model: nn.Module, src: Tensor, folder: Path) -> None:
 
 
 def _examples(model, data, spec, n: int = 6) -> list[dict]:
-    """A few test sources as people write them, with the torch model's greedy output (the page
-    offers them as examples; the browser test types them)."""
-    pairs = list(data.test[:n])
+    """The spec's ``examples`` and then test sources, ``n`` in all, as people write them, with the
+    torch model's greedy output (the page offers them as examples; the browser test types them)."""
+    own = [
+        Pair(tuple(tokenize(t, spec["tokenizer"], data.src_vocab)), (), {"src_text": t})
+        for t in spec.get("examples", [])
+    ]
+    pairs = (own + list(data.test))[:n]
     outputs = translate(model, pairs, data, max_len=spec["max_len"])
     out = []
     for p, o in zip(pairs, outputs):

@@ -40,6 +40,7 @@ from .cache import SOURCES, fetch, read_member
 __all__ = [
     "Pair",
     "CedictEntry",
+    "gloss_core",
     "load_hsk",
     "load_ding_de_en",
     "load_cedict",
@@ -206,6 +207,14 @@ CROSS_REFERENCE = re.compile(  # "variant of X", "old variant of X", "see X", "a
     r"(?:[\w-]+ ){0,2}variant of\b|see\b|also written\b|abbr\. (?:for|of)\b|used in\b", re.IGNORECASE
 )
 NOT_A_SENSE = re.compile(r"CL:|surname\b|Taiwan pr\.", re.IGNORECASE)  # classifiers, surnames, a reading
+NOTE = re.compile(r"\([^()]*\)")  # "(bound form)", "(artificial intelligence)", "(idiom)"
+
+
+def gloss_core(gloss: str) -> str:
+    """A gloss's first alternative without its notes in parentheses, spaces collapsed:
+    ``"robot; android"`` -> ``"robot"``, ``"deep learning (artificial intelligence)"`` -> ``"deep
+    learning"``, ``"(bound form) machine; mechanism"`` -> ``"machine"``."""
+    return " ".join(NOTE.sub(" ", gloss.split(";")[0]).split())
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,8 @@ class Study:
     """A recorded run, declared.
 
     ``run(study, piece, data, device)`` trains and evaluates one piece and returns its row (a dict
-    of JSON numbers), or ``(row, model)`` when the model is to be kept; ``summarise(study, runs,
+    of JSON numbers), or ``(row, model)`` when the model is to be kept, or ``(row, model, extra)``
+    to store ``extra`` (e.g. the vocabularies) in the kept checkpoint; ``summarise(study, runs,
     data)`` turns the rows (each ``{**piece.fields, **row}``, in piece order) into the record's
     metrics; ``data(recipe, group)`` builds what the pieces of a group share (built once per
     process). ``data`` passed to ``summarise`` is a function of the group.
@@ -207,13 +208,13 @@ def run_piece(study: Study, piece: Piece) -> tuple[dict, bytes | None]:
     data = _data(study, piece.group)
     setup(piece.seed)  # building the data may have drawn random numbers
     out = study.run(study, piece, data, device)
-    row, model = out if isinstance(out, tuple) else (out, None)
+    row, model, extra = (*out, {})[:3] if isinstance(out, tuple) else (out, None, {})
     row = json.loads(json.dumps(row))
     if model is None or piece.seed != 0 or piece.variant not in study.keep:
         return row, None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.pt"
-        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=study.recipe)
+        save_checkpoint(path, copy.deepcopy(model).cpu(), recipe=study.recipe, **extra)
         return row, path.read_bytes()
 
 

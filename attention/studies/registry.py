@@ -15,6 +15,7 @@ from . import (
     comparison,
     convergence,
     coupled,
+    dictionary,
     faithfulness,
     han,
     intra,
@@ -30,6 +31,7 @@ __all__ = ["STUDIES", "MODULES", "commands", "selectors"]
 MODULES = (
     convergence,
     bottleneck,
+    dictionary,
     ablation,
     comparison,
     recipe,
