@@ -7,6 +7,7 @@
 """
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -263,3 +264,48 @@ def test_the_packages_docstrings_cite_files_that_exist():
             if not any(ROOT.glob(pattern)):
                 missing.append(f"{path.relative_to(ROOT)} cites {name}")
     assert not missing, "\n".join(missing)
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every control character but tab and newline
+
+
+def _outside_fences(text: str):
+    """(line number, line) of the lines of ``text`` that are not inside a ``` fence."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            yield number, line
+
+
+@pytest.mark.parametrize("page", sorted(BOOK.glob("*.md")), ids=lambda p: p.name)
+def test_pages_hold_no_stray_control_characters(page):
+    """A formula typed through a shell or a Python string can lose a backslash: ``\\text`` becomes a
+    TAB and ``ext``, ``\\b`` a backspace. Only a fenced block (bAbI's tab-separated lines) may hold
+    a tab; no page holds any other control character."""
+    text = page.read_text(encoding="utf-8")
+    bad = [(n, repr(line[:60])) for n, line in enumerate(text.splitlines(), start=1) if CONTROL.search(line)]
+    bad += [(n, repr(line[:60])) for n, line in _outside_fences(text) if "\t" in line]
+    assert not bad, f"{page.name}: control characters at {bad}"
+
+
+def test_the_control_character_check_finds_a_lost_backslash():
+    lost = "$$\n\\mathcal{L} = \\mathrm{CE}(\text{logits})\n$$\n```text\n3 Where?\tbathroom\n```\n"
+    assert [n for n, line in _outside_fences(lost) if "\t" in line] == [2]
+    assert CONTROL.search("\\mathrm{x}\b") and not CONTROL.search("a\tb")
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebook_text_holds_no_stray_control_characters(notebook):
+    """The same for the notebooks' Markdown cells (their formulas render on the site too)."""
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    bad = [
+        (i, repr(line[:60]))
+        for i, cell in enumerate(cells)
+        if cell["cell_type"] == "markdown"
+        for _, line in _outside_fences("".join(cell["source"]))
+        if CONTROL.search(line) or "\t" in line
+    ]
+    assert not bad, f"{notebook.name}: control characters in cells {bad}"

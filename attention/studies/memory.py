@@ -66,7 +66,7 @@ MEMORY = {
     "lr": 5e-3,
 }
 
-#: Sukhbaatar et al. (2015), Table 1: test error (%) of MemN2N (PE LS RN) with 1, 2, 3 hops, bAbI 1k
+#: Sukhbaatar et al. (2015), Table 1: test error (%) of MemN2N (PE LS joint) with 1, 2, 3 hops, bAbI 1k
 PAPER = {"task 2, bAbI 1k training questions, error %": {"1": 62.0, "2": 15.6, "3": 11.4}}
 
 

@@ -13,7 +13,7 @@ from ..closing import FAMILIES, MECHANISMS
 from ..leaderboard import leaderboard
 from .base import Verdict, exercise, right, wrong
 
-__all__ = ["MECHANISM_111", "LENGTH_112", "WINDOW_112", "RECORD_113"]
+__all__ = ["MECHANISM_111", "REGIONS_112", "ALIGN_112", "ANNOTATION_112", "RECORD_113"]
 
 
 # 11.1 ------------------------------------------------------------------------------------------
@@ -50,34 +50,41 @@ def two_families(answer: Any) -> Verdict:
 
 # 11.2 ------------------------------------------------------------------------------------------
 
-LENGTH_112 = 1000  # L = S, the sentence length in tokens
-WINDOW_112 = 10  # D, the half-width of the local window
+REGIONS_112 = 196  # S, the image regions a caption word attends over (a 14 x 14 feature map)
+ALIGN_112 = 512  # d_a, the size of the additive score's hidden layer
+ANNOTATION_112 = 512  # d, the size of one region's annotation
 
 
-def _scores_112() -> tuple[int, int]:
-    return LENGTH_112 * LENGTH_112, LENGTH_112 * (2 * WINDOW_112 + 1)
+def _cost_112() -> tuple[int, int]:
+    scores = REGIONS_112 * ALIGN_112  # both score every region
+    return scores + REGIONS_112 * ANNOTATION_112, scores + ANNOTATION_112
 
 
 @exercise(
-    "11.2", "What a window saves", solution=_scores_112, wrong_answer=lambda: (LENGTH_112**2, LENGTH_112 * WINDOW_112)
+    "11.2",
+    "What hard attention saves",
+    solution=_cost_112,
+    wrong_answer=lambda: (REGIONS_112 * ANNOTATION_112, ANNOTATION_112),
 )
-def window_saves(answer: Any) -> Verdict:
+def hard_saves(answer: Any) -> Verdict:
     try:
-        full, local = (int(a) for a in answer)
+        soft, hard = (int(a) for a in answer)
     except (TypeError, ValueError):
-        return wrong(f"answer with two counts (global, local); got {answer!r}")
-    want = _scores_112()
-    if (full, local) == want:
+        return wrong(f"answer with two counts (soft, hard); got {answer!r}")
+    want = _cost_112()
+    if (soft, hard) == want:
         return right(
-            f"global: every one of the {LENGTH_112} queries scores all {LENGTH_112} keys, {want[0]:,}; "
-            f"local: each scores the 2D + 1 = {2 * WINDOW_112 + 1} keys of its window, {want[1]:,}, "
-            f"{want[0] / want[1]:.0f} times fewer; it grows with L, not L²"
+            f"both score all {REGIONS_112} regions ({REGIONS_112 * ALIGN_112:,}); soft then averages every "
+            f"annotation ({REGIONS_112 * ANNOTATION_112:,} more), hard reads one ({ANNOTATION_112} more): "
+            f"{want[0] / want[1]:.2f} times less, not {REGIONS_112} times"
         )
-    if local == LENGTH_112 * WINDOW_112 or local == LENGTH_112 * 2 * WINDOW_112:
-        return wrong("the window [p_t - D, p_t + D] holds 2D + 1 positions")
-    if full != want[0]:
-        return wrong("global attention scores every query against every key: L · S")
-    return wrong("count the keys each query scores, times the number of queries")
+    if hard in (ANNOTATION_112, REGIONS_112 + ANNOTATION_112):
+        return wrong(
+            "to sample a region, hard attention needs the weights of all of them: it scores every region first"
+        )
+    if soft == REGIONS_112 * ANNOTATION_112:
+        return wrong("soft attention also scores every region before it averages: count the scores too")
+    return wrong("count the scores (S · d_a, for both) and then the reading: S · d for soft, d for hard")
 
 
 # 11.3 ------------------------------------------------------------------------------------------
