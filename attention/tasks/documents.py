@@ -13,6 +13,7 @@ classifier for this task takes ``(tokens (B, N, T), lengths (B, N))`` (chapter 5
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, fields
 from typing import Sequence
 
@@ -21,11 +22,18 @@ from torch import Tensor
 
 from ..data import Vocab, split
 from ..data.documents import Document, load_pang_lee
-from ..data.sentiment import LABELS
+from ..data.sentiment import LABELS, load_vader_movie_snippets
 from .base import fingerprint_tokens
 from .classification import ClassificationData
 
-__all__ = ["DocumentBatch", "DocumentData", "document_data", "documents_batch"]
+__all__ = [
+    "DocumentBatch",
+    "DocumentData",
+    "document_data",
+    "documents_batch",
+    "decisive_documents",
+    "decisive_data",
+]
 
 
 @dataclass
@@ -118,3 +126,63 @@ def document_data(
     return DocumentData(
         "pang-lee", tr, va, te, vocab, list(LABELS), seed, max_sentences=max_sentences, max_words=max_words
     )
+
+
+def decisive_documents(fillers: Sequence, decisive: Sequence, n: int, sentences: int, seed: int = 0) -> list[Document]:
+    """``n`` documents of ``sentences`` sentences each: one drawn from ``decisive`` (its label is
+    the document's), at a random position, and the others drawn from ``fillers`` whatever their
+    labels, so that only the decisive sentence says what the document's label is. Each is a
+    :class:`~attention.data.sentiment.Sentence` with ``meta["rating"]``; the documents' labels
+    alternate (balanced), and ``meta`` holds ``decisive`` (the position) and ``ratings``."""
+    if sentences < 2:
+        raise ValueError(f"a document needs a decisive sentence and at least one other, got sentences={sentences}")
+    by_label = {y: [s for s in decisive if s.label == y] for y in (0, 1)}
+    if not fillers or not all(by_label.values()):
+        raise ValueError(
+            f"need fillers ({len(fillers)}) and decisive sentences of both labels "
+            f"({len(by_label[0])} negative, {len(by_label[1])} positive)"
+        )
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        label = i % 2
+        chosen = [rng.choice(fillers) for _ in range(sentences - 1)]
+        where = rng.randrange(sentences)
+        chosen.insert(where, rng.choice(by_label[label]))
+        out.append(
+            Document(
+                tuple(s.tokens for s in chosen),
+                label,
+                {"decisive": where, "ratings": [s.meta["rating"] for s in chosen]},
+            )
+        )
+    return out
+
+
+def decisive_data(
+    sentences: int = 6,
+    filler_max: float = 1.0,
+    decisive_min: float = 2.5,
+    sizes: tuple[int, int, int] = (3000, 400, 600),
+    min_freq: int = 2,
+    seed: int = 0,
+    cache_dir: str | None = None,
+) -> DocumentData:
+    """Documents in which one sentence sets the label, built from VADER's human-rated movie-review
+    sentences (``CONTRIBUTING.md``, "Data"): *fillers* rated weakly (``|rating| < filler_max``) of
+    either sign, and one *decisive* sentence rated strongly (``|rating| >= decisive_min``) whose sign
+    is the label (:func:`decisive_documents`). Both pools are split 80/10/10 with ``seed`` before
+    any document is built, so no test sentence occurs in training; ``sizes`` documents per split,
+    balanced. The vocabulary comes from the training documents."""
+    snippets = load_vader_movie_snippets(cache_dir)
+    pools = {
+        "fillers": [s for s in snippets if abs(s.meta["rating"]) < filler_max],
+        "decisive": [s for s in snippets if abs(s.meta["rating"]) >= decisive_min],
+    }
+    parts = {k: split(v, valid=0.1, test=0.1, seed=seed) for k, v in pools.items()}
+    docs = [
+        decisive_documents(parts["fillers"][i], parts["decisive"][i], n, sentences, seed=seed * 10 + i)
+        for i, n in enumerate(sizes)
+    ]
+    vocab = Vocab.build([d.tokens for d in docs[0]], min_freq=min_freq)
+    return DocumentData(f"vader-decisive-{sentences}", *docs, vocab, list(LABELS), seed)
