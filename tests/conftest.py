@@ -120,3 +120,22 @@ def pytest_collection_modifyitems(session, config, items):
         return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
 
     items.sort(key=rank)  # stable: the order inside each file, and of the other files, is kept
+
+
+def regenerated(study, directory) -> tuple[dict, dict]:
+    """``(record, again)``: ``study``'s record copied alone into ``directory``, and the record
+    :func:`~attention.studies.base.run_study` rebuilds from its rows alone (a piece that would
+    train fails the test); every piece must be done."""
+    import dataclasses
+    import shutil
+
+    from attention import results
+    from attention.studies.base import run_study, study_status
+
+    def never(study, piece, data, device):
+        pytest.fail(f"ran {piece.key}, which the registry holds")
+
+    shutil.copy(results.RESULTS_DIR / f"{study.name}.json", directory)
+    record = results.load_result(study.name, directory)
+    assert study_status(study, directory)["missing"] == []
+    return record, run_study(dataclasses.replace(study, run=never), directory, write=False)

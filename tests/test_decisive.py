@@ -1,16 +1,11 @@
 """Chapter 5's controlled task: documents in which one rated sentence sets the label."""
 
-import dataclasses
-import shutil
-
 import pytest
 import torch
-from conftest import load_or_skip
+from conftest import load_or_skip, regenerated
 
-from attention import results
 from attention.data.sentiment import Sentence
 from attention.studies import decisive
-from attention.studies.base import run_study, study_status
 from attention.tasks.documents import decisive_data, decisive_documents
 
 
@@ -64,16 +59,8 @@ def test_the_splits_share_no_sentence():
     assert sum(d.label for d in data.test) * 2 == len(data.test)
 
 
-def _never(study, piece, data, device):
-    pytest.fail(f"ran {piece.key}, which the registry holds")
-
-
 def test_the_record_regenerates_from_itself(tmp_path):
-    study = decisive.STUDY
-    shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
-    record = results.load_result(study.name, tmp_path)
-    assert study_status(study, tmp_path)["missing"] == []
-    again = run_study(dataclasses.replace(study, run=_never), tmp_path, write=False)
+    record, again = regenerated(decisive.STUDY, tmp_path)
     assert again["metrics"] == record["metrics"]
     summary = record["metrics"]["summary"]
     assert record["seeds"] == [0, 1, 2, 3, 4] and all(c["accuracy"]["n"] == 5 for c in summary.values())

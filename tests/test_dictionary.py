@@ -1,18 +1,15 @@
 """Chapter 3's dictionary record: HSK with CC-CEDICT's entries, held-out compounds, 機器學習."""
 
-import dataclasses
-import shutil
-
 import pytest
 import torch
-from conftest import load_or_skip
+from conftest import load_or_skip, regenerated
 
 from attention import results
 from attention.data import Pair
 from attention.data.translation import gloss_core
 from attention.experiments import translate
 from attention.studies import dictionary
-from attention.studies.base import run_study, study_status
+from attention.studies.base import run_study
 
 
 def _pair(chars: str, gloss: str) -> Pair:
@@ -98,16 +95,8 @@ def test_the_study_runs_records_and_keeps_a_model_that_needs_no_dictionary(tmp_p
     assert translate(model, probe, kept_data)[0].text == summary["HSK+CEDICT"]["probes"]["機器學習"][0]
 
 
-def _never(study, piece, data, device):
-    pytest.fail(f"ran {piece.key}, which the registry holds")
-
-
 def test_the_record_regenerates_from_itself(tmp_path):
-    study = dictionary.STUDY
-    shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
-    record = results.load_result(study.name, tmp_path)
-    assert study_status(study, tmp_path)["missing"] == []
-    again = run_study(dataclasses.replace(study, run=_never), tmp_path, write=False)
+    record, again = regenerated(dictionary.STUDY, tmp_path)
     assert again["metrics"] == record["metrics"]
     summary = record["metrics"]["summary"]
     assert record["seeds"] == [0, 1, 2, 3, 4] and all(c["bleu"]["n"] == 5 for c in summary.values())
