@@ -95,3 +95,19 @@ def test_attention_gains_pair_each_model_with_its_baseline_and_welchs_interval()
     gains = lb.attention_gains(lb.leaderboard())
     convergence = next(g for g in gains if g["record"] == "hsk-convergence")
     assert (convergence["entry"], convergence["baseline"]) == ("RNNsearch", "encoder-decoder")
+
+
+def test_notebook_10_prints_the_registry_as_it_is_now():
+    """A new record changes the leaderboard; notebook 10's committed output must follow it."""
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "10-evaluation.ipynb").read_text())
+    (cell,) = [
+        c for c in nb["cells"] if c["cell_type"] == "code" and "leaderboard.leaderboard()" in "".join(c["source"])
+    ]
+    printed = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o.get("output_type") == "stream")
+    rows = lb.leaderboard()
+    assert printed.startswith(f"{len(rows)} rows from {len({r['record'] for r in rows})} records"), (
+        "notebook 10 was executed before the registry changed: re-run scripts/execute_notebooks.py on it"
+    )
+    assert lb.format_leaderboard(rows) in printed
