@@ -227,8 +227,9 @@ def gradient_variance(
     Args:
         model: anything with ``loss(images, captions, baseline=...) -> (loss, n)`` (the captioner).
         params: the parameters to measure (default: all that require grad).
-        baseline: True: use the model's moving-average baseline (estimated, if it has never been
-            updated, as the mean log-likelihood of one extra sampled pass); False: ``b = 0``.
+        baseline: True: use the model's own baseline (its moving average, estimated, if it has never
+            been updated, as the mean log-likelihood of one extra sampled pass; or the learned
+            ``b(a)`` of a model whose ``cfg.baseline`` is "learned"); False: ``b = 0``.
 
     Returns:
         ``{"mean_variance": mean over parameter elements of Var_n[g],
@@ -242,9 +243,10 @@ def gradient_variance(
     saved = {name: b.detach().clone() for name, b in model.named_buffers()}
     b = 0.0
     if baseline:
-        b = None  # the model's own moving average
+        b = None  # the model's own baseline: its moving average, or a learned b(a)
         tracker = getattr(model, "baseline", None)
-        if isinstance(tracker, MovingAverageBaseline) and not bool(tracker.initialized):
+        moving = getattr(getattr(model, "cfg", None), "baseline", "moving") == "moving"
+        if moving and isinstance(tracker, MovingAverageBaseline) and not bool(tracker.initialized):
             with torch.no_grad():
                 b = float(model.log_likelihood(images, captions).mean())  # (B,) -> scalar
     grads = []

@@ -218,3 +218,67 @@ def test_gradient_variance(device):
     without = gradient_variance(hard, images, captions, 8, baseline=False)
     assert with_b["mean_variance"] > 0 and without["mean_variance"] > 0
     assert float(hard.baseline.value) == 0.0 and hard.training  # buffers and mode restored
+
+
+def _grads(m, images, captions, seed, **kw):
+    torch.manual_seed(seed)
+    loss, _ = m.loss(images, captions, **kw)
+    params = [p for n, p in m.named_parameters() if not n.startswith("baseline_net.")]
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params, allow_unused=False)])
+
+
+def test_the_baseline_choices(device):
+    with pytest.raises(ValueError, match=r"baseline must be one of \('moving', 'learned', 'none'\); got 'mean'"):
+        CaptionerConfig(vocab=V, baseline="mean")
+    images, captions = data(device=device)
+    none = model("hard", device, baseline="none").train()
+    torch.testing.assert_close(_grads(none, images, captions, 3), _grads(none, images, captions, 3, baseline=0.0))
+    assert not bool(none.baseline.initialized) and none.baseline_net is None  # nothing moved
+
+    learned = model("hard", device, baseline="learned").train()
+    torch.manual_seed(5)
+    learned.loss(images, captions)  # the first call starts c at the batch's mean reward
+    torch.manual_seed(5)
+    first = float(learned.log_likelihood(images, captions).mean())
+    assert bool(learned.baseline_started) and float(learned.baseline_net.bias.detach()) == pytest.approx(first)
+    with torch.no_grad():
+        learned.baseline_net.bias.fill_(-7.0)  # some b(a) far from 0
+        b = learned.baseline_net(learned.encode(images).mean(1))[:, 0]  # (B,)
+    # the captioner's gradient is the estimator with b = b(a); fitting b(a) moves b(a) alone
+    torch.testing.assert_close(_grads(learned, images, captions, 3), _grads(learned, images, captions, 3, baseline=b))
+    assert not torch.allclose(_grads(learned, images, captions, 3), _grads(learned, images, captions, 3, baseline=0.0))
+    torch.manual_seed(3)
+    loss, _ = learned.loss(images, captions)
+    (g,) = torch.autograd.grad(loss, [learned.baseline_net.bias])
+    torch.manual_seed(3)
+    ll = learned.log_likelihood(images, captions)
+    n = int((captions[:, 1:] != PAD).sum())
+    torch.testing.assert_close(g[0], -2 * (ll.detach() - b).sum() / n)  # d/dc of Σ (ll − b)² / n
+    assert not bool(learned.baseline.initialized) and float(learned.baseline_net.bias.detach()) == -7.0
+
+
+def test_a_learned_baseline_is_saved_with_the_model(device, tmp_path):
+    m = model("hard", device, baseline="learned")
+    with torch.no_grad():
+        m.baseline_net.bias.fill_(-3.5)
+    save_checkpoint(tmp_path / "sat.pt", m)
+    back, _ = load_checkpoint(tmp_path / "sat.pt", expect="show-attend-tell", map_location=device)
+    assert back.cfg.baseline == "learned" and float(back.baseline_net.bias.detach()) == -3.5
+
+
+def test_the_moving_average_lowers_the_estimators_variance_at_the_start(device):
+    """Before training every reward log p(y|s,a) is far below 0, so b = 0 leaves a large common term."""
+    from attention.studies.reinforce import estimator_spread
+
+    images, captions = data(B=8, device=device)
+
+    class Batch:
+        pass
+
+    batch = Batch()
+    batch.images, batch.captions = images, captions
+    torch.manual_seed(0)
+    moving = estimator_spread(model("hard", device, baseline="moving"), batch, 8)
+    assert moving["ratio"] < 0.5 and moving["own"]["mean_variance"] > 0
+    none = estimator_spread(model("hard", device, baseline="none"), batch, 4)
+    assert none["ratio"] == 1.0 and none["own"] == none["none"]

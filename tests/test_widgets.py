@@ -440,3 +440,30 @@ def test_coupled_explorer_frames_follow_sentence_and_attention():
         labels, weights, 4, row_labels=rows, title="coupled attention; [model/silver]: A aspect, P opinion"
     )
     assert bytes(leaf.value) == viz.figure_to_png(expected)
+
+
+def _variance_metrics():
+    """A record's metrics in the shape of ``reinforce-variance``: 2 seeds x 3 baselines, 3 updates."""
+    runs = []
+    for seed in (0, 1):
+        for b, scale in (("moving", 0.01), ("learned", 0.5), ("none", 1.0)):
+            curve = []
+            for k, u in enumerate((0, 25, 50)):
+                none = 1e-5 * (1 + k + seed)
+                own = {"mean_variance": none * scale, "mean_sq_grad": 1e-6}
+                curve.append({"update": u, "own": own, "none": {"mean_variance": none}, "ratio": scale})
+            runs.append({"baseline": b, "seed": seed, "curve": curve})
+    return {"runs": runs}
+
+
+def test_variance_explorer_frames_follow_update_and_view():
+    metrics = _variance_metrics()
+    e = ch08.variance_explorer(metrics, mode="static")
+    assert list(e.controls) == ["update", "view"] and e.frames == 3 * len(ch08.VARIANCE_VIEWS)
+    live = ch08.variance_explorer(metrics, mode="live")
+    live.controls["update"].value = 25
+    assert bytes(live.image.value) == viz.figure_to_png(ch08.variance_figure(metrics, 25, "mean over seeds"))
+    with pytest.raises(ValueError, match=r"update 30 was not measured; the record has \[0, 25, 50\]"):
+        ch08.variance_figure(metrics, 30)
+    with pytest.raises(ValueError, match="view must be one of"):
+        ch08.variance_figure(metrics, 0, "median")

@@ -371,6 +371,13 @@ def _dmn(name: str) -> FamilyExample:
     return _reader(name, model)
 
 
+@_family("dmn-paper")
+def _dmn_paper(name: str) -> FamilyExample:
+    """Kumar et al.'s DMN as written (``attention/models/dmn_paper.py``): sigmoid gates ``(B, P, N)`` per pass."""
+    model = build(name, dict(vocab=20, answers=6, embed_dim=8, hidden_dim=12, gate_dim=10, passes=2))
+    return _reader(name, model)
+
+
 def _reader(name: str, model: nn.Module) -> FamilyExample:
     """A story of 4 sentences and a question, 6 answers: what memory networks read; map ``"hops"``."""
     story, _ = _document(20)

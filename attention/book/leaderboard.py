@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..results import list_results, load_result
 
-__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard", "attention_gains"]
+__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard", "attention_gains", "t_quantile", "welch_interval"]
 
 #: the metric a row reports: the first of these a summary cell holds as a mean ± sd
 HEADLINE = ("exact_match", "bleu", "accuracy", "f1", "bit_accuracy")
@@ -168,6 +168,23 @@ def t_quantile(p: float, dof: float) -> float:
     return (low + high) / 2
 
 
+def welch_interval(a: dict, b: dict, level: float = 0.95) -> tuple[float, float | None, float | None]:
+    """``(difference, low, high)``: mean of ``a`` − mean of ``b`` (each ``{"mean", "sd", "n"}``, as
+    :func:`attention.results.mean_sd` gives) with Welch's ``level`` interval over the seeds,
+    ``± t · √(sd_a²/n_a + sd_b²/n_b)`` at Welch–Satterthwaite's degrees of freedom; ``low`` and
+    ``high`` are None where a side has one seed."""
+    diff = a["mean"] - b["mean"]
+    if a["sd"] is None or b["sd"] is None or a["n"] < 2 or b["n"] < 2:
+        return diff, None, None
+    va, vb = a["sd"] ** 2 / a["n"], b["sd"] ** 2 / b["n"]
+    se = (va + vb) ** 0.5
+    if se == 0:
+        return diff, diff, diff
+    dof = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + vb**2 / (b["n"] - 1))
+    half = t_quantile(0.5 + level / 2, dof) * se
+    return diff, diff - half, diff + half
+
+
 def attention_gains(rows: list[dict], level: float = 0.95) -> list[dict]:
     """With attention against without, wherever a record holds both: for each baseline row (an
     entry of :data:`NO_ATTENTION`), every row of the same record and metric whose entry differs
@@ -192,17 +209,7 @@ def attention_gains(rows: list[dict], level: float = 0.95) -> list[dict]:
                 and all(a == b for i, (a, b) in enumerate(zip(other, parts)) if i != at)
             ):
                 continue
-            diff = row["mean"] - base["mean"]
-            low = high = None
-            if row["sd"] is not None and base["sd"] is not None and row["n"] > 1 and base["n"] > 1:
-                va, vb = row["sd"] ** 2 / row["n"], base["sd"] ** 2 / base["n"]
-                se = (va + vb) ** 0.5
-                if se > 0:
-                    dof = (va + vb) ** 2 / (va**2 / (row["n"] - 1) + vb**2 / (base["n"] - 1))
-                    half = t_quantile(0.5 + level / 2, dof) * se
-                else:
-                    half = 0.0
-                low, high = diff - half, diff + half
+            diff, low, high = welch_interval(row, base, level)
             out.append(
                 {
                     "record": row["record"],

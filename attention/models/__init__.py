@@ -17,6 +17,7 @@
 * ``han``       -- chapter 5: Yang et al.'s hierarchical attention network (words, then sentences) and HN-AVE/HN-MAX
 * ``memn2n``    -- chapter 7: Sukhbaatar et al.'s end-to-end memory network, K hops over a story
 * ``dmn``       -- chapter 7: Kumar et al.'s dynamic memory network, attention gates over facts, several passes
+* ``dmn_paper`` -- chapter 7: the same paper's DMN as it writes it (one story GRU, sigmoid gates, attention GRU)
 * ``ntm``       -- chapter 7: a Neural Turing Machine (controller, read and write heads) for the copy task
 * ``nested``    -- chapter 5: Ji et al.'s nested word/character attention (hybrid encoder, character decoder)
 * ``captioner`` -- chapter 8: Xu et al.'s Show, Attend and Tell (soft, hard/REINFORCE and Gumbel attention)
@@ -39,6 +40,7 @@ from .featurewise import ATTENTION_POOLS, AttentionPooling, AttentionPoolingConf
 from .han import HANClassifier, HANConfig
 from .lstmn import LSTMNClassifier, LSTMNConfig, LSTMNTapes
 from .dmn import DMN, DMNConfig
+from .dmn_paper import PaperDMN, PaperDMNConfig
 from .memn2n import MemN2N, MemN2NConfig
 from .nested import NestedConfig, NestedSeq2Seq
 from .ntm import NTM, NTMConfig
@@ -98,6 +100,8 @@ __all__ = [
     "NTMConfig",
     "NestedConfig",
     "NestedSeq2Seq",
+    "PaperDMN",
+    "PaperDMNConfig",
     "PoolingClassifierConfig",
     "PositionalEncoding",
     "RNNEncoderDecoder",

@@ -54,9 +54,11 @@ from .decoding import check_max_len, in_eval_mode
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
 
-__all__ = ["ATTENTIONS", "CaptionerConfig", "CaptionerOutput", "ShowAttendTell", "doubly_stochastic_penalty"]
+__all__ = ["ATTENTIONS", "BASELINES", "CaptionerConfig", "CaptionerOutput", "ShowAttendTell", "doubly_stochastic_penalty"]
 
 ATTENTIONS = ("soft", "hard", "gumbel")
+#: hard attention's baseline b in eq. 12: Xu et al.'s moving average, a learned b(a) per image, or none
+BASELINES = ("moving", "learned", "none")
 
 
 @dataclass
@@ -72,6 +74,7 @@ class CaptionerConfig:
     reward_weight: float = 1.0  # λ_r, weight of the REINFORCE term (hard only, eq. 12)
     tau: float = 1.0  # τ, Gumbel-softmax temperature (gumbel only)
     expectation_prob: float = 0.0  # hard, training: chance a caption reads the expectation α instead (§4.1 uses 0.5)
+    baseline: str = "moving"  # hard: b of eq. 12, one of BASELINES ("learned": b(a) = w·mean_i a_i + c, fit by MSE)
     dropout: float = 0.0  # on h_t before the deep output
     pad_id: int = 0
     bos_id: int = 1
@@ -108,6 +111,8 @@ class CaptionerConfig:
             raise ValueError(f"CaptionerConfig.expectation_prob must be in [0, 1]; got {self.expectation_prob!r}")
         if not self.tau > 0:
             raise ValueError(f"CaptionerConfig.tau must be > 0; got {self.tau!r}")
+        if self.baseline not in BASELINES:
+            raise ValueError(f"CaptionerConfig.baseline must be one of {BASELINES}; got {self.baseline!r}")
         ids = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
         for name, i in ids.items():
             check_special_id("CaptionerConfig", name, i, vocab=self.vocab)
@@ -134,6 +139,7 @@ class CaptionerOutput:
     locations: Tensor | None = None  # (B, T−1) long, s_t (hard, gumbel)
     selections: Tensor | None = None  # (B, T−1, G) one-hot s_t (hard; drawn even where α is read), y_t (gumbel)
     choice_log_probs: Tensor | None = None  # (B, T−1) log α_{t, s_t} (hard)
+    pooled: Tensor | None = None  # (B, D) mean_i a_i, detached (the learned baseline's input)
 
 
 def doubly_stochastic_penalty(weights: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -186,6 +192,14 @@ class ShowAttendTell(nn.Module):
         self.L_o = nn.Linear(E, V)
         self.drop = nn.Dropout(cfg.dropout)
         self.baseline = MovingAverageBaseline(0.9)  # b, used by hard attention only
+        # b(a), an input-dependent baseline (Mnih et al. 2014; Ba et al. 2015), read from mean_i a_i
+        # with the gradient stopped, so that fitting it cannot move the captioner
+        self.baseline_net = None
+        if cfg.baseline == "learned":
+            self.baseline_net = nn.Linear(D, 1)
+            # c starts at the first training batch's mean reward, as the moving average does (at the
+            # optimiser's pace, a few 1e-3 per update, it would take thousands of updates to get there)
+            self.register_buffer("baseline_started", torch.zeros((), dtype=torch.bool))
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -294,6 +308,7 @@ class ShowAttendTell(nn.Module):
             out.locations = out.selections.detach().argmax(-1).masked_fill(~real, -1)  # (B, T−1)
         if steps[0][4] is not None:
             out.choice_log_probs = torch.stack([s[4] for s in steps], 1) * keep  # (B, T−1)
+            out.pooled = a.mean(1).detach()  # (B, D)
         return out
 
     def _token_log_probs(self, out: CaptionerOutput, captions: Tensor) -> tuple[Tensor, Tensor]:
@@ -311,8 +326,10 @@ class ShowAttendTell(nn.Module):
     def loss(self, images: Tensor, captions: Tensor, baseline: float | Tensor | None = None) -> tuple[Tensor, int]:
         """The objective of ``cfg.attention`` (module docstring), per target token; returns ``(loss, n)``.
 
-        ``baseline`` overrides b for hard attention (None: the moving average, which this call then
-        updates when the model is in training mode; 0.0: no baseline).
+        ``baseline`` overrides b for hard attention (None: ``cfg.baseline``'s -- the moving average,
+        which this call then updates when the model is in training mode, the learned ``b(a)``, whose
+        squared error ``(log p(y|s,a) − b(a))²`` is then added to fit it, or 0; a number or ``(B,)``
+        tensor: that b, with nothing updated or fitted).
         """
         cfg = self.cfg
         out = self(images, captions)
@@ -324,11 +341,25 @@ class ShowAttendTell(nn.Module):
         if cfg.attention == "soft":
             total = -ll.sum() + cfg.doubly_stochastic * doubly_stochastic_penalty(out.weights, real).sum()
         elif cfg.attention == "hard" and out.choice_log_probs is not None:  # training: sampled locations
-            b = self.baseline.value if baseline is None else baseline
+            fit = torch.zeros((), dtype=ll.dtype, device=ll.device)
+            if baseline is not None:
+                b = baseline
+            elif cfg.baseline == "moving":
+                b = self.baseline.value
+            elif cfg.baseline == "learned":
+                if not bool(self.baseline_started):
+                    with torch.no_grad():
+                        self.baseline_net.bias.fill_(float(ll.mean()))
+                        self.baseline_started.fill_(True)
+                learned = self.baseline_net(out.pooled)[:, 0]  # (B,)  b(a)
+                fit = (ll.detach() - learned).pow(2).sum()  # trains b(a) only (its input is detached)
+                b = learned.detach()
+            else:
+                b = 0.0
             surrogate = reinforce_surrogate(ll, out.choice_log_probs.sum(1), b, cfg.reward_weight)  # (B,)
             entropy = (attention_entropy(out.weights) * real.to(ll.dtype)).sum(1)  # (B,)  Σ_t H[α_t]
-            total = -(surrogate + cfg.entropy_weight * entropy).sum()
-            if baseline is None:
+            total = -(surrogate + cfg.entropy_weight * entropy).sum() + fit
+            if baseline is None and cfg.baseline == "moving":
                 self.baseline.update(ll)
         else:  # gumbel, or hard at evaluation (argmax locations): the likelihood alone
             total = -ll.sum()

@@ -66,7 +66,7 @@ from .interface import ClassifierOutput
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
 
-__all__ = ["DMNConfig", "DMN", "UPDATES"]
+__all__ = ["DMNConfig", "DMN", "UPDATES", "check_story", "last_state"]
 
 UPDATES = ("relu", "gru")
 
@@ -112,6 +112,28 @@ def last_state(rnn: nn.GRU, x: Tensor, lengths: Tensor) -> Tensor:
     return last * (lengths > 0)[:, None].to(last.dtype)
 
 
+def check_story(story: Tensor, question: Tensor, vocab: int, pad_id: int) -> Tensor:
+    """Refuse a malformed ``story (B, M, J)`` and ``question (B, J)`` of word ids (vocabulary ``vocab``)
+    with a ValueError naming the shapes; return ``keep (B, M)``, True = a real sentence."""
+    if story.dim() != 3 or question.dim() != 2 or story.shape[0] != question.shape[0]:
+        raise ValueError(
+            f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
+            f"question {tuple(question.shape)}"
+        )
+    if story.shape[1] == 0:
+        raise ValueError(f"story {tuple(story.shape)} has no sentence slots (M = 0); a story needs at least one")
+    if story.shape[2] == 0:
+        raise ValueError(f"story {tuple(story.shape)} has no word positions (J = 0)")
+    check_ids(story, vocab, "story", "word", dtypes=(torch.long,))
+    check_ids(question, vocab, "question", "word", dtypes=(torch.long,))
+    if bool((question != pad_id).sum(-1).eq(0).any()):
+        raise ValueError("a question has no words (all padding)")
+    keep = (story != pad_id).any(-1)  # (B, M)
+    if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
+        raise ValueError("a real sentence follows an empty slot; put the story's sentences first")
+    return keep
+
+
 @register_model("dmn")
 class DMN(nn.Module):
     """Dynamic memory network: P gated passes over a story's facts; see the module docstring.
@@ -143,24 +165,7 @@ class DMN(nn.Module):
     # --- the modules, each usable on its own (the tests and the chapter re-derive them) -----------
     def check_inputs(self, story: Tensor, question: Tensor) -> Tensor:
         """Refuse malformed inputs with a ValueError; return ``keep (B, M)``, True = a real sentence."""
-        if story.dim() != 3 or question.dim() != 2 or story.shape[0] != question.shape[0]:
-            raise ValueError(
-                f"expected story (B, M, J) and question (B, J); got story {tuple(story.shape)}, "
-                f"question {tuple(question.shape)}"
-            )
-        if story.shape[1] == 0:
-            raise ValueError(f"story {tuple(story.shape)} has no sentence slots (M = 0); a story needs at least one")
-        if story.shape[2] == 0:
-            raise ValueError(f"story {tuple(story.shape)} has no word positions (J = 0)")
-        check_ids(story, self.cfg.vocab, "story", "word", dtypes=(torch.long,))
-        check_ids(question, self.cfg.vocab, "question", "word", dtypes=(torch.long,))
-        pad = self.cfg.pad_id
-        if bool((question != pad).sum(-1).eq(0).any()):
-            raise ValueError("a question has no words (all padding)")
-        keep = (story != pad).any(-1)  # (B, M)
-        if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
-            raise ValueError("a real sentence follows an empty slot; put the story's sentences first")
-        return keep
+        return check_story(story, question, self.cfg.vocab, self.cfg.pad_id)
 
     def encode_sentences(self, ids: Tensor) -> Tensor:
         """GRU_w over each sentence's words: ``(..., J) -> (..., H)``, 0 for an all-padding sentence."""

@@ -94,6 +94,7 @@ def build_captioner(data: CaptionData, attention: str, recipe: dict | None = Non
             tau=recipe["tau"],
             pools=recipe["pools"],
             expectation_prob=recipe["expectation_prob"],
+            baseline=recipe.get("baseline", "moving"),
         ),
     )
 

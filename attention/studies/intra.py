@@ -104,9 +104,9 @@ def row_redundancy(A: torch.Tensor, length: int) -> tuple[float, int]:
     """For one sentence's rows ``A (R, T)``: the mean overlap ``Σ_t min(a_i,t, a_j,t)`` over pairs of
     rows (1 = identical rows, 0 = disjoint), and the number of distinct words the rows' maxima pick."""
     A = A[:, :length]
-    R = A.shape[0]
-    overlaps = [torch.minimum(A[i], A[j]).sum().item() for i in range(R) for j in range(i + 1, R)]
-    return sum(overlaps) / max(len(overlaps), 1), len(set(A.argmax(dim=1).tolist()))
+    i, j = torch.triu_indices(A.shape[0], A.shape[0], offset=1)  # every pair of rows, i < j
+    overlaps = torch.minimum(A[i], A[j]).sum(dim=1)  # (pairs,)
+    return (overlaps.mean().item() if len(overlaps) else 0.0), len(set(A.argmax(dim=1).tolist()))
 
 
 def lexicon_mass(A: torch.Tensor, tokens, lexicon: dict) -> tuple[float, float]:

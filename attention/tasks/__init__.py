@@ -6,6 +6,8 @@
   :func:`sentiment_data` (Rotten Tomatoes, VADER's movie sentences)
 * ``documents``      -- :class:`DocumentData`: documents as lists of sentences, padded at two levels;
   :func:`document_data` (Pang & Lee's movie reviews)
+* ``joined``         -- :func:`joined_data`: two of VADER's rated sentences joined, labelled by both
+  polarities (four classes)
 * ``copy``           -- :class:`CopyData`: the NTM copy task (random bit vectors, read back after a delimiter)
 * ``qa``             -- :class:`QAData`: questions over a story (bAbI format) for memory networks;
   :func:`babi_data`
@@ -21,6 +23,7 @@ from .base import Task, fingerprint_tokens
 from .classification import SENTIMENT_CORPORA, ClassificationBatch, ClassificationData, Example, sentiment_data
 from .copy import CopyData, copy_data
 from .documents import DocumentBatch, DocumentData, document_data, documents_batch
+from .joined import PAIR_LABELS, joined_data, joined_pairs
 from .qa import QABatch, QAData, babi_data
 from .spelling import SpellingData, spelling_data
 from .captions import CaptionBatch, CaptionData, digit_captions
@@ -61,6 +64,9 @@ __all__ = [
     "copy_data",
     "document_data",
     "documents_batch",
+    "PAIR_LABELS",
+    "joined_data",
+    "joined_pairs",
     "spelling_data",
     "Task",
     "Translated",

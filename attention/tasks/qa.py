@@ -25,7 +25,7 @@ from ..data import Vocab
 from ..data.babi import QA, babi_tasks
 from .base import Task, epoch_seed, fingerprint_tokens
 
-__all__ = ["QABatch", "QAData", "babi_data", "gate_supervision_loss"]
+__all__ = ["QABatch", "QAData", "babi_data", "gate_supervision_loss", "binary_gate_supervision_loss"]
 
 
 @dataclass
@@ -174,6 +174,44 @@ def gate_supervision_loss(weight: float = 1.0):
             if bool(has.any()):
                 g = gates[has, p].gather(1, target[has, None])[:, 0]  # (B',)
                 total = total + weight * -(g.clamp_min(1e-9).log()).sum() / len(target)
+        return total, len(batch.answers)
+
+    return loss
+
+
+def binary_gate_supervision_loss(weight: float = 1.0):
+    """Kumar et al.'s gate supervision (2016, §3) for gates that are independent sigmoids
+    (:class:`attention.models.dmn_paper.PaperDMN`): cross-entropy of the answer plus ``weight`` × the
+    binary cross-entropy of every gate of pass p against "this fact is the supporting fact of rank
+    p" (1 on it, 0 on the story's other facts), summed over the facts and passes:
+
+        L = CE(logits, answer) + weight · mean_b Σ_p Σ_t BCE(g_p[b, t], [t = s_p(b)])   for p < min(P, S)
+
+    Empty slots (sentences of all padding) and a pass with no support of its rank are not supervised.
+    For a :class:`QAData` (padding id 0) and a model whose output has ``attention["hops"] (B, P, M)``;
+    pass it as ``fit(..., loss=binary_gate_supervision_loss())``.
+    """
+    if not weight >= 0:
+        raise ValueError(f"weight must be >= 0; got {weight!r}")
+
+    def loss(model: nn.Module, batch: QABatch) -> tuple[Tensor, int]:
+        out = model(batch.story, batch.question)
+        total = F.cross_entropy(out.logits, batch.answers)
+        gates = out.attention.get("hops")  # (B, P, M)
+        if gates is None or batch.supports is None:
+            raise ValueError(
+                "gate supervision needs a model that returns attention['hops'] and batches "
+                "with supports (QAData.collate)"
+            )
+        keep = (batch.story != 0).any(-1)  # (B, M)
+        slots = torch.arange(gates.shape[2], device=gates.device)  # (M,)
+        for p in range(min(gates.shape[1], batch.supports.shape[1])):
+            target = batch.supports[:, p]  # (B,)
+            mask = keep & (target >= 0)[:, None]  # (B, M)  the supervised gates of pass p
+            if bool(mask.any()):
+                is_support = (slots[None] == target[:, None]).to(gates.dtype)  # (B, M)
+                bce = F.binary_cross_entropy(gates[:, p].clamp(1e-6, 1 - 1e-6), is_support, reduction="none")
+                total = total + weight * (bce * mask).sum() / len(target)
         return total, len(batch.answers)
 
     return loss

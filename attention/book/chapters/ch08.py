@@ -9,12 +9,21 @@ import numpy as np
 import torch
 
 from ...data.digits import caption
+from ...results import load_result
 from ...studies.captioning import build_captioner
 from ...tasks.captions import digit_captions
 from ...viz import _to_numpy
 from ...widgets import Explorer, explorer, register_explorer
 
-__all__ = ["glimpse_figure", "canvases_figure", "GLIMPSE_VIEWS", "glimpse_explorer"]
+__all__ = [
+    "glimpse_figure",
+    "canvases_figure",
+    "GLIMPSE_VIEWS",
+    "glimpse_explorer",
+    "variance_figure",
+    "VARIANCE_VIEWS",
+    "variance_explorer",
+]
 
 
 def glimpse_figure(
@@ -153,3 +162,83 @@ def glimpse_explorer(models: dict | None = None, data=None, examples=None, mode:
         },
         mode=mode,
     )
+
+
+#: the colours of the three baselines in the variance figures
+BASELINE_COLOURS = {"none": "tab:red", "moving": "tab:blue", "learned": "tab:green"}
+#: what the variance explorer's "seeds" control shows
+VARIANCE_VIEWS = ["mean over seeds", "each seed"]
+
+
+def _variance_curves(metrics: dict) -> dict[str, dict[int, list[float]]]:
+    """baseline -> update -> the runs' variance of their own estimator there (one value per seed)."""
+    out: dict[str, dict[int, list[float]]] = {}
+    for r in metrics["runs"]:
+        for p in r["curve"]:
+            out.setdefault(r["baseline"], {}).setdefault(p["update"], []).append(p["own"]["mean_variance"])
+    return out
+
+
+def variance_figure(metrics: dict, update: int | None = None, view: str = "mean over seeds"):
+    """Chapter 8: the variance of each run's REINFORCE gradient on one batch, at the updates the
+    record ``reinforce-variance`` measured (``metrics``: its metrics), one line per baseline (the
+    mean over the seeds, or each seed); with ``update``, a marker there and, on the right, each
+    baseline's variance relative to no baseline at those same parameters."""
+    from matplotlib.figure import Figure
+
+    if view not in VARIANCE_VIEWS:
+        raise ValueError(f"view must be one of {VARIANCE_VIEWS}; got {view!r}")
+    curves = _variance_curves(metrics)
+    updates = sorted({u for c in curves.values() for u in c})
+    if update is not None and update not in updates:
+        raise ValueError(f"update {update} was not measured; the record has {updates}")
+    fig = Figure(figsize=(8.4, 3.4), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    for name, curve in curves.items():
+        xs = sorted(curve)
+        colour = BASELINE_COLOURS.get(name, "tab:grey")
+        if view == "each seed":
+            for k in range(min(len(curve[u]) for u in xs)):
+                left.plot(xs, [curve[u][k] for u in xs], color=colour, alpha=0.6, lw=1, label=name if k == 0 else None)
+        else:
+            left.plot(xs, [float(np.mean(curve[u])) for u in xs], color=colour, lw=2, marker="o", ms=3, label=name)
+    left.set_xscale("symlog", linthresh=25)
+    ticks = [u for u in updates if u in (0, 25, 100, 400, 1600, 6400)] if len(updates) > 6 else updates
+    left.set_xticks(ticks, [str(u) for u in ticks])
+    left.minorticks_off()
+    left.set_yscale("log")
+    left.set_xlabel("update (0 = before training)")
+    left.set_ylabel("variance of the gradient, one batch")
+    left.legend(title="baseline", fontsize=8)
+    ratios = {}
+    at = updates[0] if update is None else update
+    for r in metrics["runs"]:
+        for p in r["curve"]:
+            if p["update"] == at:
+                ratios.setdefault(r["baseline"], []).append(p["ratio"])
+    left.axvline(at, color="black", lw=0.8, ls="--")
+    names = list(curves)
+    for i, name in enumerate(names):
+        values = ratios.get(name, [])
+        colour = BASELINE_COLOURS.get(name, "tab:grey")
+        right.bar(i, float(np.mean(values)) if values else 0.0, color=colour, alpha=0.5)
+        right.scatter([i] * len(values), values, color=colour, s=12, zorder=3)
+    right.axhline(1.0, color="black", lw=0.8)
+    right.set_yscale("log")
+    right.set_xticks(range(len(names)), names)
+    right.set_title(f"variance / no baseline's, update {at}", fontsize=9)
+    return fig
+
+
+@register_explorer("reinforce")
+def variance_explorer(metrics: dict | None = None, mode: str = "auto") -> Explorer:
+    """Chapter 8: pick an update of training and how to show the seeds; the figure is
+    :func:`variance_figure` of the record ``reinforce-variance`` (default) or of ``metrics``."""
+    if metrics is None:
+        metrics = load_result("reinforce-variance")["metrics"]
+    updates = sorted({p["update"] for r in metrics["runs"] for p in r["curve"]})
+
+    def draw(update: int = updates[0], view: str = VARIANCE_VIEWS[0]):
+        return variance_figure(metrics, update, view)
+
+    return explorer(draw, {"update": updates, "view": VARIANCE_VIEWS}, mode=mode)
