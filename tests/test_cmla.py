@@ -167,6 +167,16 @@ def test_f1_scores_by_hand():
     assert f1["aspect"]["f1"] == pytest.approx(2 / 3) and f1["opinion"]["f1"] == 1.0
 
 
+def test_the_word_lookup_baseline_by_hand():
+    from attention.tasks.tagging import lookup_f1
+
+    train = [TaggedSentence(("good", "food", "good"), (2, 1, 0)), TaggedSentence(("good", "menu"), (2, 1))]
+    test = [TaggedSentence(("good", "menu", "new"), (2, 1, 2)), TaggedSentence(("food",), (0,))]
+    f1 = lookup_f1(train, test)  # good -> opinion (2 of 3), menu and food -> aspect, new unseen -> O
+    assert (f1["aspect"]["tp"], f1["aspect"]["fp"], f1["aspect"]["fn"]) == (1, 1, 0)
+    assert (f1["opinion"]["tp"], f1["opinion"]["fp"], f1["opinion"]["fn"]) == (1, 0, 1)
+
+
 def test_tagging_batches_cover_every_sentence_once_and_bucket_by_length():
     data = tiny_tagging(n=200)
     seen = []

@@ -27,7 +27,7 @@ from ..data.aspects import TAGS, load_silver_aspects
 from ..masks import lengths_to_mask
 from .base import Task, epoch_seed, fingerprint_tokens
 
-__all__ = ["TaggingBatch", "TaggingData", "KIND_TAGS", "f1_scores", "aspect_data"]
+__all__ = ["TaggingBatch", "TaggingData", "KIND_TAGS", "f1_scores", "lookup_f1", "aspect_data"]
 
 #: tag set of the model -> the tag index (in data.aspects.TAGS) it detects
 KIND_TAGS = {"aspect": TAGS.index("aspect"), "opinion": TAGS.index("opinion")}
@@ -69,6 +69,21 @@ def f1_scores(predicted: dict[str, Tensor], tags: Tensor, mask: Tensor) -> dict[
             "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
         }
     return out
+
+
+def lookup_f1(train: Sequence, test: Sequence) -> dict[str, dict]:
+    """The baseline a tagger must beat when the labels come from a word-level rule: tag each test
+    word with the tag it had most often in ``train`` (ties to the lower index, "O" first), words
+    never seen there "O"; :func:`f1_scores` of that per kind of term. No model, no context."""
+    counts: dict[str, list[int]] = {}
+    for e in train:
+        for w, t in zip(e.tokens, e.tags):
+            counts.setdefault(w, [0] * len(TAGS))[t] += 1
+    words = [w for e in test for w in e.tokens]
+    gold = torch.tensor([t for e in test for t in e.tags], dtype=torch.long)
+    guess = torch.tensor([max(range(len(TAGS)), key=counts[w].__getitem__) if w in counts else 0 for w in words])
+    predicted = {kind: guess == tag for kind, tag in KIND_TAGS.items()}
+    return f1_scores(predicted, gold, torch.ones_like(gold, dtype=torch.bool))
 
 
 @dataclass
