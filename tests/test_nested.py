@@ -343,3 +343,14 @@ def test_the_record_regenerates_from_its_rows_alone(tmp_path):
         recorded["command"],
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nested-spelling.json"]  # nothing written
+
+
+def test_the_copy_baseline_by_hand():
+    data = toy_data()
+    copy = data.copy_baseline(data.train)
+    assert (copy["n_words"], copy["n_misspelt"], copy["n_rare_words"]) == (32, 9, 3)
+    assert copy["accuracy"] == 23 / 32 and copy["misspelt_accuracy"] == 0.0 and copy["kept_accuracy"] == 1.0
+    assert copy["rare_word_accuracy"] == 2 / 3  # zebra and quokka left alone; zebar is not zebra
+    assert copy["exact_sentences"] == 1 / 8  # only "a dog sat" has no misspelling
+    with pytest.raises(ValueError, match="1 outputs for 8 examples"):
+        data.score(data.train, [["the"]])

@@ -250,7 +250,13 @@ class SpellingData(Task):
         """Word accuracy (greedy, position by position against the correct sentence; a missing word
         is wrong), the accuracy on the misspelt positions and on the other ones, and the counts."""
         examples = self.test if examples is None else examples
-        outputs = self.correct(model, examples, batch_size)
+        return self.score(examples, self.correct(model, examples, batch_size))
+
+    def score(self, examples: Sequence[Misspelt], outputs: Sequence[Sequence[str]]) -> dict:
+        """:meth:`evaluate`'s numbers for any ``outputs`` (one token sequence per example), e.g.
+        :meth:`copy_baseline`'s. Rare words are the targets the target vocabulary lacks."""
+        if len(outputs) != len(examples):
+            raise ValueError(f"{len(outputs)} outputs for {len(examples)} examples")
         right = misspelt_right = n_misspelt = kept_right = unk_right = n_unk = 0
         n = 0
         for e, out in zip(examples, outputs):
@@ -275,8 +281,15 @@ class SpellingData(Task):
             "n_misspelt": n_misspelt,
             "n_rare_words": n_unk,
             "exact_sentences": sum(tuple(o) == e.tgt for e, o in zip(examples, outputs)) / max(len(examples), 1),
-            "outputs": outputs,
+            "outputs": [list(o) for o in outputs],
         }
+
+    def copy_baseline(self, examples: Sequence[Misspelt] | None = None) -> dict:
+        """:meth:`score` of writing every source word unchanged: right on every word left alone,
+        wrong on every misspelt one. What a corrector must beat on the words it should change
+        without losing on the words it should keep."""
+        examples = self.test if examples is None else examples
+        return self.score(examples, [list(e.src) for e in examples])
 
     def validation_metric(self, model: nn.Module) -> float:
         """Word accuracy of greedy corrections of the validation split."""
