@@ -11,7 +11,7 @@ each checker against both (:func:`verdict` returns the verdict without printing 
 ``CONTRIBUTING.md`` ("Adding a chapter") says how to write one.
 """
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11  # noqa: F401  (importing a chapter registers its exercises)
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch13  # noqa: F401  (importing a chapter registers its exercises)
 from .base import EXERCISES, Exercise, Verdict, check, close_to, exercise, right, verdict, wrong
 
 __all__ = ["EXERCISES", "Exercise", "Verdict", "check", "close_to", "exercise", "right", "verdict", "wrong"]
