@@ -20,6 +20,8 @@ The pieces, each small and usable alone:
 * :func:`sample_location` -- one location per row, ``s ~ Cat(α)``, as an index and a one-hot.
 * :func:`reinforce_surrogate` -- a scalar-per-row whose gradient *is* eq. 12's estimator.
 * :class:`MovingAverageBaseline` -- ``b ← 0.9 b + 0.1 mean log p(y | s, a)``.
+* :class:`LearnedBaseline` -- ``b(x) = wᵀx + c`` per example, fit to the rewards by its own
+  least-squares steps (Mnih et al. 2014), outside the model's optimiser.
 * :func:`attention_entropy` -- ``H[α] = −Σ_i α_i log α_i`` for the entropy bonus.
 * :func:`gumbel_softmax_st` -- *beyond the survey*: the straight-through Gumbel-softmax (Jang et
   al. 2017; Maddison et al. 2017), a one-hot forward with a softmax's gradient backward.
@@ -37,6 +39,7 @@ __all__ = [
     "sample_location",
     "reinforce_surrogate",
     "MovingAverageBaseline",
+    "LearnedBaseline",
     "attention_entropy",
     "gumbel_softmax_st",
     "flat_gradient",
@@ -149,6 +152,55 @@ class MovingAverageBaseline(nn.Module):
         return self.value
 
 
+class LearnedBaseline(nn.Module):
+    """``b(x) = wᵀx + c``, a baseline that depends on the input ``x`` (not on the draw), fit to the
+    rewards by least squares (Mnih et al. 2014's learned baseline; chapter 8).
+
+    ``w`` and ``c`` are buffers, not parameters: the fit is its own normalised least-mean-squares
+    step in :meth:`update`, ``[w; c] += μ · mean_i(r_i x̃_i) / mean_i |x̃_i|²`` with the residuals
+    ``r = reward − b(x)`` and ``x̃ = [x; 1]``, so the model's optimiser, its gradient clipping and its
+    learning rate never see it (a squared error of log-likelihoods in the model's loss would
+    dominate a clipped gradient norm). The first update sets ``c`` to the first mean reward and
+    leaves ``w`` at 0, as :class:`MovingAverageBaseline` starts.
+    """
+
+    def __init__(self, features: int, step: float = 0.5):
+        super().__init__()
+        if features < 1:
+            raise ValueError(f"features must be >= 1; got {features}")
+        if not 0.0 < step < 2.0:
+            raise ValueError(f"step must be in (0, 2) for the least-mean-squares step to be stable; got {step}")
+        self.step = step
+        self.register_buffer("weight", torch.zeros(features))
+        self.register_buffer("bias", torch.zeros(()))
+        self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
+
+    def _check(self, x: Tensor) -> None:
+        if x.dim() != 2 or x.shape[1] != self.weight.shape[0]:
+            raise ValueError(f"features must be (B, {self.weight.shape[0]}); got {tuple(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, F) -> b (B,)``, no gradient."""
+        self._check(x)
+        return (x.detach().float() @ self.weight + self.bias).to(x.dtype)
+
+    @torch.no_grad()
+    def update(self, x: Tensor, reward: Tensor) -> None:
+        """One least-squares step towards ``reward (B,)`` at ``x (B, F)``."""
+        self._check(x)
+        if reward.shape != x.shape[:1]:
+            raise ValueError(f"reward must be (B,) = ({x.shape[0]},); got {tuple(reward.shape)}")
+        x, reward = x.detach().float(), reward.detach().float()
+        if not bool(self.initialized):
+            self.bias.fill_(float(reward.mean()))
+            self.initialized.fill_(True)
+            return
+        r = reward - (x @ self.weight + self.bias)  # (B,)
+        norm = (x.pow(2).sum(1) + 1).mean()  # mean |x̃|²
+        self.weight.add_(self.step * (r[:, None] * x).mean(0) / norm)
+        self.bias.add_(self.step * r.mean() / norm)
+
+
 def attention_entropy(weights: Tensor) -> Tensor:
     """``H[α] = −Σ_i α_i log α_i`` over the last dim, with ``0 log 0 = 0`` (finite gradients).
 
@@ -227,9 +279,9 @@ def gradient_variance(
     Args:
         model: anything with ``loss(images, captions, baseline=...) -> (loss, n)`` (the captioner).
         params: the parameters to measure (default: all that require grad).
-        baseline: True: use the model's own baseline (its moving average, estimated, if it has never
-            been updated, as the mean log-likelihood of one extra sampled pass; or the learned
-            ``b(a)`` of a model whose ``cfg.baseline`` is "learned"); False: ``b = 0``.
+        baseline: True: use the model's own baseline (its moving average, or the learned ``b(a)`` of
+            a model whose ``cfg.baseline`` is "learned"; either, if it has never been updated,
+            estimated as the mean log-likelihood of one extra sampled pass); False: ``b = 0``.
 
     Returns:
         ``{"mean_variance": mean over parameter elements of Var_n[g],
@@ -244,9 +296,9 @@ def gradient_variance(
     b = 0.0
     if baseline:
         b = None  # the model's own baseline: its moving average, or a learned b(a)
-        tracker = getattr(model, "baseline", None)
-        moving = getattr(getattr(model, "cfg", None), "baseline", "moving") == "moving"
-        if moving and isinstance(tracker, MovingAverageBaseline) and not bool(tracker.initialized):
+        kind = getattr(getattr(model, "cfg", None), "baseline", "moving")
+        tracker = getattr(model, "learned_baseline" if kind == "learned" else "baseline", None)
+        if isinstance(tracker, (MovingAverageBaseline, LearnedBaseline)) and not bool(tracker.initialized):
             with torch.no_grad():
                 b = float(model.log_likelihood(images, captions).mean())  # (B,) -> scalar
     grads = []

@@ -223,8 +223,7 @@ def test_gradient_variance(device):
 def _grads(m, images, captions, seed, **kw):
     torch.manual_seed(seed)
     loss, _ = m.loss(images, captions, **kw)
-    params = [p for n, p in m.named_parameters() if not n.startswith("baseline_net.")]
-    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params, allow_unused=False)])
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, list(m.parameters()))])
 
 
 def test_the_baseline_choices(device):
@@ -233,37 +232,57 @@ def test_the_baseline_choices(device):
     images, captions = data(device=device)
     none = model("hard", device, baseline="none").train()
     torch.testing.assert_close(_grads(none, images, captions, 3), _grads(none, images, captions, 3, baseline=0.0))
-    assert not bool(none.baseline.initialized) and none.baseline_net is None  # nothing moved
+    assert not bool(none.baseline.initialized) and none.learned_baseline is None  # nothing moved
 
     learned = model("hard", device, baseline="learned").train()
+    tracker = learned.learned_baseline
     torch.manual_seed(5)
-    learned.loss(images, captions)  # the first call starts c at the batch's mean reward
+    learned.loss(images, captions)  # the first call starts c at the batch's mean reward, w at 0
     torch.manual_seed(5)
     first = float(learned.log_likelihood(images, captions).mean())
-    assert bool(learned.baseline_started) and float(learned.baseline_net.bias.detach()) == pytest.approx(first)
+    assert bool(tracker.initialized) and float(tracker.bias) == pytest.approx(first) and not tracker.weight.any()
     with torch.no_grad():
-        learned.baseline_net.bias.fill_(-7.0)  # some b(a) far from 0
-        b = learned.baseline_net(learned.encode(images).mean(1))[:, 0]  # (B,)
-    # the captioner's gradient is the estimator with b = b(a); fitting b(a) moves b(a) alone
+        tracker.bias.fill_(-7.0)  # some b(a) far from 0
+        tracker.weight.fill_(0.01)
+        b = tracker(learned.encode(images).mean(1))  # (B,)
+    # the gradient is the estimator with b = b(a) as it was before this batch; the fit is no gradient
     torch.testing.assert_close(_grads(learned, images, captions, 3), _grads(learned, images, captions, 3, baseline=b))
     assert not torch.allclose(_grads(learned, images, captions, 3), _grads(learned, images, captions, 3, baseline=0.0))
-    torch.manual_seed(3)
-    loss, _ = learned.loss(images, captions)
-    (g,) = torch.autograd.grad(loss, [learned.baseline_net.bias])
-    torch.manual_seed(3)
-    ll = learned.log_likelihood(images, captions)
-    n = int((captions[:, 1:] != PAD).sum())
-    torch.testing.assert_close(g[0], -2 * (ll.detach() - b).sum() / n)  # d/dc of Σ (ll − b)² / n
-    assert not bool(learned.baseline.initialized) and float(learned.baseline_net.bias.detach()) == -7.0
+    assert not bool(learned.baseline.initialized)
+    assert all("learned_baseline" not in n for n, _ in learned.named_parameters())  # outside the optimiser
+
+
+def test_the_learned_baseline_fits_by_least_squares():
+    from attention.hard import LearnedBaseline
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 3)
+    reward = x @ torch.tensor([1.0, -2.0, 0.5]) - 4.0  # (B,)  exactly linear
+    b = LearnedBaseline(3)
+    b.update(x, reward)
+    assert float(b.bias) == pytest.approx(float(reward.mean())) and not b.weight.any()
+    errors = []
+    for _ in range(200):
+        errors.append(float((reward - b(x)).pow(2).mean()))
+        b.update(x, reward)
+    assert errors[-1] < 1e-3 * errors[0] and all(e2 <= e1 + 1e-9 for e1, e2 in zip(errors, errors[1:]))
+    with pytest.raises(ValueError, match=r"features must be \(B, 3\); got \(64, 2\)"):
+        b(x[:, :2])
+    with pytest.raises(ValueError, match=r"reward must be \(B,\) = \(64,\); got \(64, 1\)"):
+        b.update(x, reward[:, None])
+    with pytest.raises(ValueError, match="step must be in"):
+        LearnedBaseline(3, step=2.0)
 
 
 def test_a_learned_baseline_is_saved_with_the_model(device, tmp_path):
     m = model("hard", device, baseline="learned")
-    with torch.no_grad():
-        m.baseline_net.bias.fill_(-3.5)
+    m.learned_baseline.update(
+        torch.ones(2, m.cfg.annotation_dim, device=device), torch.tensor([-3.5, -3.5], device=device)
+    )
     save_checkpoint(tmp_path / "sat.pt", m)
     back, _ = load_checkpoint(tmp_path / "sat.pt", expect="show-attend-tell", map_location=device)
-    assert back.cfg.baseline == "learned" and float(back.baseline_net.bias.detach()) == -3.5
+    assert back.cfg.baseline == "learned" and float(back.learned_baseline.bias) == -3.5
+    assert bool(back.learned_baseline.initialized)
 
 
 def test_the_moving_average_lowers_the_estimators_variance_at_the_start(device):

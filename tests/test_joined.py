@@ -45,6 +45,9 @@ def test_bad_pools_and_ratings_are_refused():
     with pytest.raises(ValueError, match="min_rating must be > 0"):
         strong_sentences(POOL, 0)
     assert strong_sentences(POOL, 2.0) == [POOL[0], POOL[1], POOL[3], POOL[4]]
+    assert strong_sentences(POOL, 2.0, max_tokens=3) == [POOL[0], POOL[1], POOL[3]]
+    with pytest.raises(ValueError, match="max_tokens must be None or at least 1"):
+        strong_sentences(POOL, 2.0, max_tokens=0)
     with pytest.raises(ValueError, match="multiple of 4"):
         joined_data(sizes=(10, 4, 4))
 
@@ -78,6 +81,7 @@ def test_the_splits_share_no_sentence_and_are_balanced():
         for e in split:
             assert e.tokens[e.meta["first_length"]] == SEPARATOR
             assert all(abs(r) >= 1.5 for r in e.meta["ratings"])
+            assert e.meta["first_length"] <= 20 and len(e.tokens) - e.meta["second"] <= 20
     assert not halves["test"] & halves["train"] and not halves["valid"] & halves["train"]
     assert not halves["test"] & halves["valid"]
     again = joined_data()

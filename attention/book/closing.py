@@ -42,7 +42,12 @@ MECHANISMS = {
         ("ntm-copy", "ntm / by_length / 120"),
     ),
     "global and local attention": (("basic",), 9, "models.luong, local", ("ablation-converged", "hsk / local-")),
-    "soft, hard and Gumbel attention": (("basic",), 8, "models.captioner, hard", ("soft-hard-captions", "")),
+    "soft, hard and Gumbel attention": (
+        ("basic",),
+        8,
+        "models.captioner, hard",
+        (("soft-hard-captions", ""), ("reinforce-variance", "")),
+    ),
     "feature-wise attention (DiSAN)": (
         ("multi-dimensional",),
         4,
@@ -72,7 +77,12 @@ MECHANISMS = {
     "LSTMN intra-attention": (("self",), 6, "models.lstmn", ("intra-attention", "lstmn")),
     "Transformer self-attention": (("self",), 6, "models.transformer", _TRANSFORMER_HSK),
     "end-to-end memory network": (("memory-based",), 7, "models.memn2n", ("memory-hops", "task2/")),
-    "dynamic memory network": (("memory-based",), 7, "models.dmn", ("dmn-passes", "supervised/")),
+    "dynamic memory network": (
+        ("memory-based",),
+        7,
+        "models.dmn, models.dmn_paper",
+        (("dmn-passes", "supervised/"), ("dmn-faithful", "")),
+    ),
     "neural Turing machine": (("memory-based",), 7, "models.ntm, ntm", ("ntm-copy", "ntm / by_length / 120")),
 }
 

@@ -20,7 +20,16 @@ from pathlib import Path
 
 from ..results import list_results, load_result
 
-__all__ = ["HEADLINE", "NO_ATTENTION", "UNSUMMARISED", "leaderboard", "format_leaderboard", "attention_gains", "t_quantile", "welch_interval"]
+__all__ = [
+    "HEADLINE",
+    "NO_ATTENTION",
+    "UNSUMMARISED",
+    "leaderboard",
+    "format_leaderboard",
+    "attention_gains",
+    "t_quantile",
+    "welch_interval",
+]
 
 #: the metric a row reports: the first of these a summary cell holds as a mean ± sd
 HEADLINE = ("exact_match", "bleu", "accuracy", "f1", "bit_accuracy")

@@ -47,14 +47,28 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..functional import masked_softmax
-from ..hard import MovingAverageBaseline, attention_entropy, gumbel_softmax_st, reinforce_surrogate, sample_location
+from ..hard import (
+    LearnedBaseline,
+    MovingAverageBaseline,
+    attention_entropy,
+    gumbel_softmax_st,
+    reinforce_surrogate,
+    sample_location,
+)
 from ..scores import make_score
 from .checks import check_ids, check_special_id
 from .decoding import check_max_len, in_eval_mode
 from .pooling import check_dropout, check_sizes
 from .registry import register_model
 
-__all__ = ["ATTENTIONS", "BASELINES", "CaptionerConfig", "CaptionerOutput", "ShowAttendTell", "doubly_stochastic_penalty"]
+__all__ = [
+    "ATTENTIONS",
+    "BASELINES",
+    "CaptionerConfig",
+    "CaptionerOutput",
+    "ShowAttendTell",
+    "doubly_stochastic_penalty",
+]
 
 ATTENTIONS = ("soft", "hard", "gumbel")
 #: hard attention's baseline b in eq. 12: Xu et al.'s moving average, a learned b(a) per image, or none
@@ -74,7 +88,7 @@ class CaptionerConfig:
     reward_weight: float = 1.0  # λ_r, weight of the REINFORCE term (hard only, eq. 12)
     tau: float = 1.0  # τ, Gumbel-softmax temperature (gumbel only)
     expectation_prob: float = 0.0  # hard, training: chance a caption reads the expectation α instead (§4.1 uses 0.5)
-    baseline: str = "moving"  # hard: b of eq. 12, one of BASELINES ("learned": b(a) = w·mean_i a_i + c, fit by MSE)
+    baseline: str = "moving"  # hard: b of eq. 12, one of BASELINES ("learned": b(a) = w·mean_i a_i + c, least squares)
     dropout: float = 0.0  # on h_t before the deep output
     pad_id: int = 0
     bos_id: int = 1
@@ -192,14 +206,9 @@ class ShowAttendTell(nn.Module):
         self.L_o = nn.Linear(E, V)
         self.drop = nn.Dropout(cfg.dropout)
         self.baseline = MovingAverageBaseline(0.9)  # b, used by hard attention only
-        # b(a), an input-dependent baseline (Mnih et al. 2014; Ba et al. 2015), read from mean_i a_i
-        # with the gradient stopped, so that fitting it cannot move the captioner
-        self.baseline_net = None
-        if cfg.baseline == "learned":
-            self.baseline_net = nn.Linear(D, 1)
-            # c starts at the first training batch's mean reward, as the moving average does (at the
-            # optimiser's pace, a few 1e-3 per update, it would take thousands of updates to get there)
-            self.register_buffer("baseline_started", torch.zeros((), dtype=torch.bool))
+        # b(a), an input-dependent baseline (Mnih et al. 2014) read from mean_i a_i; fit by its own
+        # least-squares steps (buffers), so the optimiser and the gradient clipping never see it
+        self.learned_baseline = LearnedBaseline(D) if cfg.baseline == "learned" else None
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -326,10 +335,9 @@ class ShowAttendTell(nn.Module):
     def loss(self, images: Tensor, captions: Tensor, baseline: float | Tensor | None = None) -> tuple[Tensor, int]:
         """The objective of ``cfg.attention`` (module docstring), per target token; returns ``(loss, n)``.
 
-        ``baseline`` overrides b for hard attention (None: ``cfg.baseline``'s -- the moving average,
-        which this call then updates when the model is in training mode, the learned ``b(a)``, whose
-        squared error ``(log p(y|s,a) − b(a))²`` is then added to fit it, or 0; a number or ``(B,)``
-        tensor: that b, with nothing updated or fitted).
+        ``baseline`` overrides b for hard attention (None: ``cfg.baseline``'s -- the moving average
+        or the learned ``b(a)``, each then updated with this batch's rewards, or 0; a number or a
+        ``(B,)`` tensor: that b, with nothing updated).
         """
         cfg = self.cfg
         out = self(images, captions)
@@ -341,26 +349,21 @@ class ShowAttendTell(nn.Module):
         if cfg.attention == "soft":
             total = -ll.sum() + cfg.doubly_stochastic * doubly_stochastic_penalty(out.weights, real).sum()
         elif cfg.attention == "hard" and out.choice_log_probs is not None:  # training: sampled locations
-            fit = torch.zeros((), dtype=ll.dtype, device=ll.device)
             if baseline is not None:
                 b = baseline
             elif cfg.baseline == "moving":
                 b = self.baseline.value
             elif cfg.baseline == "learned":
-                if not bool(self.baseline_started):
-                    with torch.no_grad():
-                        self.baseline_net.bias.fill_(float(ll.mean()))
-                        self.baseline_started.fill_(True)
-                learned = self.baseline_net(out.pooled)[:, 0]  # (B,)  b(a)
-                fit = (ll.detach() - learned).pow(2).sum()  # trains b(a) only (its input is detached)
-                b = learned.detach()
+                b = self.learned_baseline(out.pooled)  # (B,)  before this batch's fit: not on this draw
             else:
                 b = 0.0
             surrogate = reinforce_surrogate(ll, out.choice_log_probs.sum(1), b, cfg.reward_weight)  # (B,)
             entropy = (attention_entropy(out.weights) * real.to(ll.dtype)).sum(1)  # (B,)  Σ_t H[α_t]
-            total = -(surrogate + cfg.entropy_weight * entropy).sum() + fit
+            total = -(surrogate + cfg.entropy_weight * entropy).sum()
             if baseline is None and cfg.baseline == "moving":
                 self.baseline.update(ll)
+            elif baseline is None and cfg.baseline == "learned":
+                self.learned_baseline.update(out.pooled, ll)
         else:  # gumbel, or hard at evaluation (argmax locations): the likelihood alone
             total = -ll.sum()
         return total / n, n

@@ -37,7 +37,7 @@ The gates are the attention chapter 7 draws: ``out.attention["hops"] (B, P, M)``
 so :meth:`attention.tasks.qa.QAData.evaluate` counts, as for MemN2N, how often each pass's largest
 gate falls on a supporting fact.
 
-How this differs from the paper:
+How this differs from the paper (whose model, as written, is :mod:`attention.models.dmn_paper`):
 
 * the input module is two-level (sentence GRU, then fact GRU over sentence vectors) instead of one
   GRU over the whole story's words read at the end-of-sentence markers, with a residual

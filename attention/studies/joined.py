@@ -9,7 +9,7 @@ rows of the structured self-attention attend to different parts of the sentence,
 ``‖AAᵀ − I‖²_F`` makes them differ) can only be read indirectly (the record ``intra-attention``,
 :mod:`attention.studies.intra`). Here the input has two parts that both matter. Each example
 (:func:`attention.tasks.joined.joined_data`) is two of VADER's strongly rated movie sentences
-joined, and its label is the pair of their polarities (four balanced classes: chance and the
+(``|rating| >= 1.5``, at most 20 tokens each, so that the pairs train quickly) joined, and its label is the pair of their polarities (four balanced classes: chance and the
 majority class are both 0.25).
 
 Five arms share the BiLSTM of the intra recipe (:data:`~attention.studies.intra.INTRA`): Lin's model
@@ -47,14 +47,15 @@ VARIANTS = {
 ROWS = {"lin-r1": 1}
 JOINED = {
     "min_rating": 1.5,
+    "max_tokens": 20,
     "sizes": [2000, 400, 800],
     "separator": True,
     **{k: INTRA[k] for k in ("min_freq", "embed_dim", "hidden_dim", "rows", "dropout", "batch_size", "lr")},
     "attention_dim": MULTIDIM["attention_dim"],
     "seeds": [0, 1, 2, 3, 4],
     "variants": list(VARIANTS),
-    "max_epochs": 20,
-    "patience": 3,
+    "max_epochs": 25,
+    "patience": 4,
 }
 #: what an attention run records of its weights over the test pairs (see half_attention)
 ATTENTION_METRICS = ("first_mass", "second_mass", "commitment", "row_split", "covers_both", "row_first_spread")
@@ -100,11 +101,12 @@ def _stamp(recipe: dict, group: str) -> dict:
 def _data(recipe: dict, group: str) -> dict:
     data = joined_data(
         recipe["min_rating"],
+        recipe["max_tokens"],
         tuple(recipe["sizes"]),
         recipe["min_freq"],
         separator="<sep>" if recipe["separator"] else None,
     )
-    strong = strong_sentences(load_vader_movie_snippets(), recipe["min_rating"])
+    strong = strong_sentences(load_vader_movie_snippets(), recipe["min_rating"], recipe["max_tokens"])
     return {"data": data, "strong": len(strong), "strong_positive": sum(s.label for s in strong)}
 
 

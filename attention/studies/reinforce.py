@@ -14,8 +14,8 @@ location per word, half the captions reading the expectation as in Xu et al. §4
 sampling no run learned past chance in a pilot) on chapter 8's digit rows
 (:func:`attention.tasks.captions.digit_captions`),
 with one of three baselines (``CaptionerConfig.baseline``): "none" (b = 0), "moving" (Xu et al.'s
-``b ← 0.9 b + 0.1 log p``) and "learned" (``b(a) = w·mean_i a_i + c`` per image, fit by squared
-error; Mnih et al. 2014). At the updates of :data:`REINFORCE` ``"checkpoints"`` (0 = before
+``b ← 0.9 b + 0.1 log p``) and "learned" (``b(a) = w·mean_i a_i + c`` per image, fit by its own
+least-squares steps, :class:`~attention.hard.LearnedBaseline`; Mnih et al. 2014). At the updates of :data:`REINFORCE` ``"checkpoints"`` (0 = before
 training) it draws ``samples`` gradients on one fixed validation batch at the same parameters
 (:func:`estimator_spread`, every caption sampling): the run's own estimator, and the same
 parameters without a baseline,
@@ -39,6 +39,10 @@ __all__ = ["REINFORCE", "estimator_spread", "STUDY", "STUDIES"]
 
 REINFORCE = {
     **{k: v for k, v in CAPTIONS.items() if k not in ("arms", "seeds", "spread_samples", "spread_batch")},
+    # all three start on the plateau of a model that ignores the image, and leave it at different
+    # times: a patience of 5 epochs stopped runs there before they left it
+    "patience": 10,
+    "max_epochs": 60,
     "baselines": list(BASELINES),
     "seeds": [0, 1, 2, 3, 4],
     "checkpoints": [0, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400],
@@ -50,26 +54,14 @@ REINFORCE = {
 def estimator_spread(model, batch, samples: int) -> dict:
     """At ``model``'s parameters, over ``samples`` draws of the locations on ``batch``, for the
     model's own baseline (``"own"``) and for b = 0 (``"none"``): ``{"mean_variance",
-    "mean_sq_grad"}`` over the captioner's parameter elements (a learned baseline's own weights left
-    out), and ``"ratio"`` = own / none variance. Every caption draws its locations here (the
+    "mean_sq_grad"}`` over the captioner's parameter elements, and ``"ratio"`` = own / none variance. Every caption draws its locations here (the
     estimator of eq. 12 alone), even when the model trains with some captions reading the expectation."""
-    params = [p for n, p in model.named_parameters() if not n.startswith("baseline_net.")]
+    params = [p for p in model.parameters() if p.requires_grad]
     mixed, model.cfg.expectation_prob = model.cfg.expectation_prob, 0.0  # every caption draws its cells
-    fresh = model.cfg.baseline == "learned" and not bool(model.baseline_started)
-    if fresh:  # before the first update: b(a) starts as training would start it, from one sampled pass
-        saved = model.baseline_net.bias.detach().clone()
-        model.train()
-        with torch.no_grad():
-            model.baseline_net.bias.fill_(float(model.log_likelihood(batch.images, batch.captions).mean()))
-        model.baseline_started.fill_(True)
     try:
         return _spread(model, batch, samples, params)
     finally:
         model.cfg.expectation_prob = mixed
-        if fresh:  # the run starts as if nothing had been measured
-            with torch.no_grad():
-                model.baseline_net.bias.copy_(saved)
-            model.baseline_started.fill_(False)
 
 
 def _spread(model, batch, samples: int, params) -> dict:
