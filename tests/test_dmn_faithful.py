@@ -10,7 +10,7 @@ from attention.tasks.qa import babi_data
 def test_the_recipe_is_dmn_passes_with_the_papers_three_passes_and_five_seeds():
     recipe = dmn_faithful.DMN_FAITHFUL
     assert recipe["passes"] == 3 and recipe["seeds"] == [0, 1, 2, 3, 4]
-    assert recipe["variants"] == ["paper"] and dmn_faithful.MODELS == {"paper": "dmn-paper", "book": "dmn"}
+    assert recipe["variants"] == ["paper", "book"] and dmn_faithful.MODELS == {"paper": "dmn-paper", "book": "dmn"}
     shared = {k: v for k, v in recipe.items() if k not in ("variants", "passes", "seeds")}
     assert shared == {k: memory.DMN_RUNS[k] for k in shared}
 
@@ -27,11 +27,21 @@ def test_the_books_rows_of_the_seeds_dmn_passes_trained_are_its_rows():
 
 
 def test_a_run_recorded_with_the_books_variant_listed_too_is_reused():
-    recipe = dmn_faithful.DMN_FAITHFUL
+    both = dmn_faithful.DMN_FAITHFUL
+    paper = both | {"variants": ["paper"]}
     reuse = dmn_faithful.STUDY.reuse
-    assert reuse(recipe, "", recipe | {"variants": ["paper", "book"]}, {})
-    assert not reuse(recipe, "", recipe | {"variants": ["paper", "book"], "lr": 1e-3}, {})
-    assert not reuse(recipe | {"variants": ["paper", "book"]}, "", recipe, {})
+    assert reuse(paper, "", both, {})
+    assert not reuse(paper, "", both | {"lr": 1e-3}, {})
+    assert not reuse(both, "", paper, {})
+
+
+def test_a_record_of_the_papers_dmn_alone_holds_its_runs_when_the_book_is_added():
+    both = dmn_faithful.DMN_FAITHFUL
+    paper = both | {"variants": ["paper"]}
+    holds = dmn_faithful.STUDY.holds
+    assert holds(paper, both) and holds(paper | {"seeds": [0, 1, 2]}, both) and holds(both, both)
+    assert not holds(paper | {"lr": 1e-3}, both)  # another recipe
+    assert not holds(both | {"variants": ["paper", "other"]}, both)  # a variant this recipe lacks
 
 
 def test_support_chance_is_the_share_of_supporting_facts_and_one_over_the_facts():
@@ -46,7 +56,7 @@ def test_the_record_regenerates_from_itself(tmp_path):
     record, again = regenerated(dmn_faithful.STUDY, tmp_path)
     assert again["metrics"] == record["metrics"]
     summary = record["metrics"]["summary"]
-    assert record["seeds"] == [0, 1, 2, 3, 4] and list(summary) == ["paper"]
+    assert record["seeds"] == [0, 1, 2, 3, 4] and list(summary) == ["paper", "book"]
     assert all(c["accuracy"]["n"] == 5 and len(c["support_hits"]) == 3 for c in summary.values())
     assert all(c["converged"] for c in summary.values())  # every run's best epoch is before its last
     baselines = record["metrics"]["baselines"]
@@ -55,4 +65,7 @@ def test_the_record_regenerates_from_itself(tmp_path):
     compared = record["metrics"]["compared_with"]
     book = load_result(compared["record"])
     assert book["metrics"]["summary"][compared["cell"]]["accuracy"]["n"] == 3
+    # the book's seeds 0-2 are dmn-passes' runs, the two others were trained here
+    froms = [r.get("from") for r in record["metrics"]["runs"] if r["variant"] == "book"]
+    assert froms == ["dmn-passes"] * 3 + [None] * 2
     assert all(book["recipe"][k] == v for k, v in record["recipe"].items() if k not in ("variants", "passes", "seeds"))

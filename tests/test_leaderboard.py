@@ -111,3 +111,14 @@ def test_notebook_10_prints_the_registry_as_it_is_now():
         "notebook 10 was executed before the registry changed: re-run scripts/execute_notebooks.py on it"
     )
     assert lb.format_leaderboard(rows) in printed
+
+
+def test_welch_text_gives_the_difference_its_interval_and_whether_it_holds_0():
+    a, b = {"mean": 0.9, "sd": 0.05, "n": 5}, {"mean": 0.5, "sd": 0.1, "n": 5}
+    diff, lo, hi = lb.welch_interval(a, b)
+    assert lb.welch_text(a, b) == f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}], clear of 0" and lo > 0
+    close = {"mean": 0.88, "sd": 0.1, "n": 5}
+    assert lb.welch_text(a, close).endswith("holds 0") and lb.welch_text(close, a).startswith("-0.020 [")
+    assert lb.welch_text(a, {"mean": 0.5, "sd": None, "n": 1}) == "+0.400 (one seed: no interval)"
+    same = {"mean": 1.0, "sd": 0.0, "n": 5}
+    assert lb.welch_text(same, same, digits=1) == "+0.0 [+0.0, +0.0], holds 0"

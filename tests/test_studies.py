@@ -96,6 +96,12 @@ def test_a_study_resumes_from_its_partial_file_and_keeps_seed_0s_model(tmp_path)
     assert again["metrics"] == record["metrics"]
     # another recipe is another study: the record's rows are not reused
     assert study_status(TOY.with_recipe(epochs=3), tmp_path)["done"] == []
+    # more seeds are the same study: the recorded seeds' rows are kept, only the new seed runs
+    ran.clear()
+    more = run_study(dataclasses.replace(TOY.with_recipe(seeds=[0, 1, 2]), run=counting), tmp_path, write=False)
+    assert ran == ["additive/seed2", "dot/seed2"]
+    assert more["seeds"] == [0, 1, 2] and more["metrics"]["runs"][:4] == record["metrics"]["runs"]
+    assert study_status(TOY.with_recipe(seeds=[1]), tmp_path)["done"] == ["additive/seed1", "dot/seed1"]
 
 
 def test_on_a_local_two_worker_cluster_the_record_equals_the_serial_runs(tmp_path):

@@ -29,6 +29,7 @@ __all__ = [
     "attention_gains",
     "t_quantile",
     "welch_interval",
+    "welch_text",
 ]
 
 #: the metric a row reports: the first of these a summary cell holds as a mean ± sd
@@ -192,6 +193,16 @@ def welch_interval(a: dict, b: dict, level: float = 0.95) -> tuple[float, float 
     dof = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + vb**2 / (b["n"] - 1))
     half = t_quantile(0.5 + level / 2, dof) * se
     return diff, diff - half, diff + half
+
+
+def welch_text(a: dict, b: dict, digits: int = 3, level: float = 0.95) -> str:
+    """``a − b`` with its Welch interval (:func:`welch_interval`) and whether the interval holds 0,
+    e.g. ``"+0.330 [+0.112, +0.548], clear of 0"``; a side with one seed gives no interval."""
+    diff, lo, hi = welch_interval(a, b, level)
+    if lo is None:
+        return f"{diff:+.{digits}f} (one seed: no interval)"
+    verdict = "clear of 0" if lo > 0 or hi < 0 else "holds 0"
+    return f"{diff:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}], {verdict}"
 
 
 def attention_gains(rows: list[dict], level: float = 0.95) -> list[dict]:

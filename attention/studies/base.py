@@ -74,8 +74,19 @@ def variant_seed_pieces(recipe: dict) -> list[Piece]:
     return [Piece(f"{v}/seed{s}", v, s, {"variant": v, "seed": s}) for s in recipe["seeds"] for v in recipe["variants"]]
 
 
+def without_seeds(recipe: dict) -> dict:
+    """``recipe`` less its ``"seeds"``: a piece's row depends on its own seed, not on which other
+    seeds the recipe lists, so a record given more seeds keeps the rows it has."""
+    return {k: v for k, v in recipe.items() if k != "seeds"}
+
+
 def _whole_recipe(recipe: dict, group: str) -> dict:
-    return recipe
+    return without_seeds(recipe)
+
+
+def same_recipe_but_seeds(recorded: dict, current: dict) -> bool:
+    """Whether a record made under ``recorded`` holds rows of ``current`` (the seeds may differ)."""
+    return without_seeds(recorded) == json.loads(json.dumps(without_seeds(current)))
 
 
 def _train_seconds(runs: list[dict]) -> float:
@@ -124,6 +135,8 @@ class Study:
     wall: Callable[[list[dict]], float] = _train_seconds
     notes: str | None = "wall_seconds adds up the training time of every run"
     recorded: Callable[["Study", dict], dict[str, dict]] = recorded_rows
+    #: ``holds(recorded_recipe, recipe)``: whether the record's rows are rows of this recipe's pieces
+    holds: Callable[[dict, dict], bool] = same_recipe_but_seeds
 
     @property
     def full_command(self) -> str:
@@ -153,7 +166,8 @@ class Study:
 
 
 class _Done:
-    """The finished pieces of a study: its record's rows (under the same recipe) and its partial files."""
+    """The finished pieces of a study: its record's rows (under the same recipe, seeds aside) and its
+    partial files."""
 
     def __init__(self, study: Study, directory: str | Path | None):
         self.study, self.directory = study, directory
@@ -163,7 +177,7 @@ class _Done:
             record = load_result(study.name, directory)
         except FileNotFoundError:
             record = None
-        if record is not None and record["recipe"] == json.loads(json.dumps(study.recipe)):
+        if record is not None and study.holds(record["recipe"], study.recipe):
             self.from_record = study.recorded(study, record)
 
     def get(self, piece: Piece) -> dict | None:

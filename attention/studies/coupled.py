@@ -41,7 +41,7 @@ PAPER = {
     "SemEval-2015 restaurants": {"aspect": 70.73, "opinion": 73.68},
 }
 COUPLED = {
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "variants": list(VARIANTS),
     "min_freq": 2,
     "silver": SILVER,

@@ -39,6 +39,7 @@ __all__ = [
     "DMN_RUNS",
     "NTM_RUNS",
     "PAPER",
+    "answer_baselines",
     "build_memn2n",
     "build_dmn",
     "build_copy_model",
@@ -52,7 +53,7 @@ __all__ = [
 MEMORY = {
     "tasks": [1, 2, 3, 6],
     "hops": [1, 2, 3],
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "n_train": 10000,
     "n_test": 1000,
     "embed_dim": 20,
@@ -355,10 +356,24 @@ def _qa_summary(runs: list[dict], cells: list[str]) -> dict:
     return summary
 
 
+def answer_baselines(d) -> dict:
+    """What a model that reads no story scores on ``d``'s test split: ``majority``, always the
+    test split's commonest answer (an upper bound on any constant answer), and ``chance``, one
+    answer drawn uniformly from the task's answers."""
+    answers = [e.answer for e in d.test]
+    return {"majority": max(answers.count(a) for a in set(answers)) / len(answers), "chance": 1 / len(d.answers)}
+
+
 def _summarise_hops(study: Study, runs: list[dict], data) -> dict:
     recipe, sets = study.recipe, data()
     summary = _qa_summary(runs, [f"task{t}/hops{h}" for t in recipe["tasks"] for h in recipe["hops"]])
-    return {"data": {t: _data_info(sets(t)) for t in recipe["tasks"]}, "summary": summary, "paper": PAPER, "runs": runs}
+    return {
+        "data": {t: _data_info(sets(t)) for t in recipe["tasks"]},
+        "baselines": {t: answer_baselines(sets(t)) for t in recipe["tasks"]},
+        "summary": summary,
+        "paper": PAPER,
+        "runs": runs,
+    }
 
 
 def _summarise_dmn(study: Study, runs: list[dict], data) -> dict:

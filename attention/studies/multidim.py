@@ -37,7 +37,7 @@ PAPER = {"SST-5 fine-grained sentiment, test accuracy %": {"DiSAN": 51.72}}
 MULTIDIM = {
     "corpus": "vader",
     "min_freq": 2,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "variants": list(VARIANTS),
     "reference": "features",
     "embed_dim": 64,

@@ -40,7 +40,7 @@ NESTED = {
     "tgt_min_freq": 2,
     "max_len": 15,
     "data_seed": 0,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "variants": list(VARIANTS),
     "embed_dim": 48,
     "hidden_dim": 64,
