@@ -164,8 +164,9 @@ def test_convergence_resumes_and_records_mean_and_sd_over_seeds(tmp_path):
 
     recipe = dict(convergence.CONVERGENCE)
     assert convergence.STUDY.recipe == recipe and not hasattr(experiments, "convergence")
-    done = PartialRuns("hsk-convergence", recipe, tmp_path)
-    other = PartialRuns("hsk-convergence", recipe | {"lr": 1.0}, tmp_path)
+    stamp = convergence.STUDY.stamp  # what the study's partial file is stamped with: the recipe, seeds aside
+    done = PartialRuns("hsk-convergence", stamp(recipe, ""), tmp_path)
+    other = PartialRuns("hsk-convergence", stamp(recipe | {"lr": 1.0}, ""), tmp_path)
     other.add("RNNsearch/seed0", _fake_run(99.0))  # another recipe: never reused
     for seed in recipe["seeds"]:
         done.add(f"encoder-decoder/seed{seed}", _fake_run(2.0 + seed))

@@ -80,8 +80,8 @@ def test_the_three_studies_are_one_command_with_three_records():
     assert {s.full_command for s in memory.STUDIES} == {"python -m attention memory"}
     assert [s.recipe for s in memory.STUDIES] == [memory.MEMORY, memory.DMN_RUNS, memory.NTM_RUNS]
     keys = [p.key for s in memory.STUDIES for p in s.pieces(s.recipe)]
-    assert len(keys) == len(set(keys)) == 4 * 3 * 3 + 2 * 3 * 3 + 2 * 3
-    assert keys[:2] == ["task1/hops1/seed0", "task1/hops2/seed0"] and "supervised/passes3/seed2" in keys
+    assert len(keys) == len(set(keys)) == 4 * 3 * 5 + 2 * 3 * 5 + 2 * 5
+    assert keys[:2] == ["task1/hops1/seed0", "task1/hops2/seed0"] and "supervised/passes3/seed4" in keys
 
 
 def test_the_memory_studies_resume_and_record_once_every_run_is_done(tmp_path):
@@ -125,10 +125,10 @@ def test_the_memory_studies_resume_and_record_once_every_run_is_done(tmp_path):
 
 
 def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path):
-    from attention.studies.base import study_status
+    from attention.studies.base import study_status, without_seeds
 
     small = {"tasks": [1], "hops": [1, 2], "seeds": [0], "n_train": 60, "n_test": 20}
-    store = results.PartialRuns("memory-hops", memory.MEMORY | small | {"max_epochs": 1}, tmp_path)
+    store = results.PartialRuns("memory-hops", without_seeds(memory.MEMORY | small | {"max_epochs": 1}), tmp_path)
     store.add("task1/hops1/seed0", {"stopped": "early stopping: no better validation accuracy for 3 epochs"})
     store.add("task1/hops2/seed0", {"stopped": "max_epochs=1 reached"})
     status = study_status(memory.HOPS_STUDY.with_recipe(**small, max_epochs=2), tmp_path)
@@ -139,19 +139,19 @@ def test_a_higher_epoch_cap_reuses_only_the_runs_that_stopped_early(tmp_path):
 
 
 def test_copy_runs_from_before_the_ntm_cap_are_reused_when_they_ran_the_same_updates(tmp_path):
-    from attention.studies.base import study_status
+    from attention.studies.base import study_status, without_seeds
 
     small = {"seeds": [0, 1], "bits": 4, "lstm_hidden": 8, "ntm_max_epochs": 5}
     study = memory.COPY_STUDY.with_recipe(**small)
     before = {k: v for k, v in study.recipe.items() if k != "ntm_max_epochs"}  # no NTM cap of its own
-    store = results.PartialRuns("ntm-copy", before, tmp_path)
+    store = results.PartialRuns("ntm-copy", without_seeds(before), tmp_path)
     lstm = memory._lstm_parameters(4, 8)
     store.add("copy-lstm/seed0", {"parameters": lstm, "stopped": "max_epochs=300 reached", "epochs_run": 300})
     store.add("ntm/seed0", {"parameters": lstm + 1, "stopped": "early stopping: no better", "epochs_run": 5})
     store.add("ntm/seed1", {"parameters": lstm + 1, "stopped": "early stopping: no better", "epochs_run": 6})
     store.add("copy-lstm/seed1", {"parameters": lstm + 1, "stopped": "max_epochs=300 reached", "epochs_run": 300})
     assert study_status(study, tmp_path)["done"] == ["ntm/seed0", "copy-lstm/seed0"]
-    other = results.PartialRuns("ntm-copy", before | {"lr": 1.0}, tmp_path / "other")
+    other = results.PartialRuns("ntm-copy", without_seeds(before | {"lr": 1.0}), tmp_path / "other")
     other.add("copy-lstm/seed0", {"parameters": lstm})
     assert study_status(study, tmp_path / "other")["done"] == []
 
@@ -207,7 +207,7 @@ def test_every_resumable_command_reports_its_status(tmp_path, capsys):
         "dmn-passes",
         "ntm-copy",
     ]
-    assert out.startswith("memory-hops: 0 runs done, 36 missing\n")
+    assert out.startswith("memory-hops: 0 runs done, 60 missing\n")
 
 
 def test_batches_carry_the_supporting_slots_in_the_files_order():

@@ -253,6 +253,66 @@ def test_word_model_cannot_write_rare_words(device):
     assert report["n_rare_words"] == 3 and report["rare_word_accuracy"] == 0.0  # <unk> is never right
 
 
+def test_unk_replacement_copies_the_source_word_each_unk_attends_to(monkeypatch):
+    """A word model that writes <unk> at every step, attending to its own position, corrects by
+    UNK replacement exactly as copying the input does; attending elsewhere copies that word."""
+    data = toy_data()
+    model = toy_model(data, char_level=False)
+    real = model.greedy
+
+    def all_unk(src, src_lengths, *args, shift=0, **kwargs):
+        out = real(src, src_lengths, *args, **kwargs)
+        B, S = src.shape
+        tokens = torch.full((B, S + 1), data.tgt_vocab.unk_id)
+        tokens[torch.arange(B), src_lengths] = data.tgt_vocab.eos_id
+        at = (torch.arange(S + 1).clamp(max=S - 1) + shift) % S
+        attention = torch.nn.functional.one_hot(at, S).float().expand(B, S + 1, S)
+        return dataclasses.replace(out, tokens=tokens, attention=attention)
+
+    monkeypatch.setattr(model, "greedy", all_unk)
+    replaced = data.evaluate(model, data.train, unk_replace=True)
+    copy = data.copy_baseline(data.train)
+    assert replaced["outputs"] == [list(e.src) for e in data.train]
+    assert {k: v for k, v in replaced.items()} == copy
+    assert replaced["rare_word_accuracy"] == 2 / 3  # quokka and zebra kept; zebar copied, not corrected
+    plain = data.evaluate(model, data.train)  # without replacement the <unk> is written as it is
+    assert plain["outputs"][0] == ["<unk>"] * len(data.train[0].src) and plain["accuracy"] == 0.0
+    monkeypatch.setattr(model, "greedy", lambda *a, **k: all_unk(*a, shift=1, **k))
+    assert data.correct(model, data.train[:1], unk_replace=True) == [["cat", "sat", "on", "teh", "mat", "teh"]]
+    with pytest.raises(ValueError, match="without a character decoder"):
+        data.correct(toy_model(data, char_level=True), data.train, unk_replace=True)
+
+
+class _Path(NestedSeq2Seq):
+    """A nested model whose character attention is made to read the source word's character k + shift
+    at step k, and whose word attention picks the source word at the target's position."""
+
+    shift = 0
+
+    def forward(self, src, src_lengths, tgt_in, **kwargs):
+        out = super().forward(src, src_lengths, tgt_in, **kwargs)
+        N, K, L = out.char_attention.shape
+        at = (torch.arange(K) + self.shift) % L
+        out.char_attention = torch.nn.functional.one_hot(at, L).float().expand(N, K, L)
+        out.char_source = kwargs["tgt_unk"].nonzero()[:, 1]
+        return out
+
+
+def test_the_character_path_by_hand():
+    data = toy_data()
+    model = toy_model(data, char_level=True)
+    model.__class__ = _Path
+    path = data.char_path(model, data.train)
+    # rare targets: zebra (from zebar), quokka, zebra: 5 + 6 + 5 characters, each read on the diagonal
+    assert (path["rare_words"], path["own_word"], path["characters"], path["near_diagonal"]) == (3, 1.0, 16, 1.0)
+    # a character drawn at random from a word of n letters is within one of k for 2 (ends) or 3 of them
+    assert path["diagonal_chance"] == pytest.approx((13 / 5 + 16 / 6 + 13 / 5) / 16)
+    model.shift = 2  # two characters ahead (around the longest word, 6): never within one of the diagonal
+    assert data.char_path(model, data.train)["near_diagonal"] == 0.0
+    with pytest.raises(ValueError, match="character decoder"):
+        data.char_path(toy_model(data, char_level=False), data.train)
+
+
 def test_bad_config_and_input_raise_clear_errors(device):
     data = toy_data()
     with pytest.raises(ValueError, match="dropout"):
@@ -317,7 +377,15 @@ def test_run_nested_resumes_and_records_once_every_run_is_done(tmp_path):
     assert summary["word+char"]["parameters"]["n"] == 2 and set(summary["word"]) == set(nested.METRICS) | {
         "parameters",
         "converged",
+        "unk_replacement",
     }
+    assert set(summary["word+char"]) == set(summary["word"]) - {"unk_replacement"} | {"char_path"}
+    assert set(summary["word"]["unk_replacement"]) == set(nested.REPLACED)
+    for run in record["metrics"]["runs"]:  # UNK replacement changes only the words written as <unk>
+        if run["variant"] == "word":
+            assert run["unk_replacement"]["kept_accuracy"] >= run["kept_accuracy"] - 1e-12
+        else:
+            assert 0 <= run["char_path"]["near_diagonal"] <= 1 and run["char_path"]["rare_words"] == 3
     assert summary["word+char"]["parameters"]["mean"] > summary["word"]["parameters"]["mean"]
     assert all(0 <= r["accuracy"] <= 1 and 1 <= r["best_epoch"] <= 2 for r in record["metrics"]["runs"])
     assert record["metrics"]["data"]["test_words"] == record["metrics"]["runs"][0]["n_words"]

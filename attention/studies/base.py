@@ -128,7 +128,7 @@ class Study:
     #: the part of the recipe a group's pieces depend on: a piece is done only under the same stamp
     stamp: Callable[[dict, str], dict] = _whole_recipe
     #: ``reuse(recipe, group, old_stamp, row)``: a piece recorded under another stamp that would be
-    #: the same under this one (e.g. it stopped early, before a lower epoch cap)
+    #: the same under this one (e.g. it stopped early, before a lower epoch cap); both without seeds
     reuse: Callable[[dict, str, dict, dict], bool] | None = None
     keep: tuple[str, ...] = ()  #: variants whose seed-0 model is kept beside the record
     kept_as: str | None = None  #: the kept models' file prefix (default: the record's name)
@@ -151,8 +151,8 @@ class Study:
         reuse = None
         if self.reuse is not None:
 
-            def reuse(old: dict, row: dict) -> bool:
-                return self.reuse(self.recipe, group, old, row)
+            def reuse(old: dict, row: dict) -> bool:  # the seeds aside, as in the stamp
+                return self.reuse(without_seeds(self.recipe), group, without_seeds(old), row)
 
         return PartialRuns(
             f"{self.name}-{group}" if group else self.name, self.stamp(self.recipe, group), directory, reuse

@@ -158,7 +158,7 @@ DMN_RUNS = {
     "passes": [1, 2, 3],
     "arms": ["unsupervised", "supervised"],
     "gate_weight": 1.0,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "n_train": 10000,
     "n_test": 1000,
     "memory_size": 50,
@@ -176,7 +176,7 @@ DMN_RUNS = {
 #: training, longer ones only in the test.
 NTM_RUNS = {
     "models": ["ntm", "copy-lstm"],
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
     "bits": 8,
     "train_lengths": [1, 10],
     "n_train": 10000,

@@ -3,14 +3,18 @@ against the word-level encoder–decoder alone, correcting real misspellings
 (:func:`attention.tasks.spelling.spelling_data`, codespell's pairs injected into English sentences,
 the test sentences carrying misspellings never seen in training).
 
-    python -m attention nested            # both variants, 3 seeds, resumable
+    python -m attention nested            # both variants, 5 seeds, resumable
     python -m attention nested --status   # the runs done and missing
 
 Both variants (:data:`VARIANTS`) are :class:`attention.models.nested.NestedSeq2Seq` with the same
 word-level sizes; ``word+char`` adds the character encoder for ``<unk>`` source words and the
 nested character decoder for ``<unk>`` target words. Each trains until its validation word accuracy
 has not improved for ``patience`` epochs and keeps its best epoch. The test metrics: word accuracy,
-accuracy on the misspelt positions, on the other positions and on the rare (target ``<unk>``) words.
+accuracy on the misspelt positions, on the other positions and on the rare (target ``<unk>``) words;
+for the word model the same numbers with UNK replacement (each ``<unk>`` it writes replaced by the
+source word it attends to most), for the nested model where its character attention reads
+(:meth:`attention.tasks.spelling.SpellingData.char_path`: the share of rare words whose word
+attention picks their own source word, and of their characters read near the diagonal).
 The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``), which writes the record
 ``nested-spelling``.
 """
@@ -24,7 +28,7 @@ from ..results import mean_sd
 from ..tasks.spelling import SpellingData, spelling_data
 from .base import Piece, Study, fit_piece, summarise_variants, training_row
 
-__all__ = ["NESTED", "VARIANTS", "METRICS", "build_nested", "STUDY", "STUDIES"]
+__all__ = ["NESTED", "VARIANTS", "METRICS", "REPLACED", "build_nested", "STUDY", "STUDIES"]
 
 #: variant -> config fields besides the sizes
 VARIANTS = {
@@ -51,6 +55,7 @@ NESTED = {
     "patience": 6,
     "batch_size": 32,
     "lr": 3e-3,
+    "unk_replace": True,  # the word model is also read with UNK replacement
 }
 #: the test numbers summarised over seeds
 METRICS = (
@@ -111,6 +116,7 @@ def _run(study: Study, piece: Piece, data: SpellingData, device):
         "n_words": report["n_words"],
         "n_misspelt": report["n_misspelt"],
         "n_rare_words": report["n_rare_words"],
+        **_measures(study, piece, data, model),
         **training_row(history, model, valid="accuracy"),
         "examples": [
             {"source": list(e.src), "output": o, "target": list(e.tgt)}
@@ -119,10 +125,29 @@ def _run(study: Study, piece: Piece, data: SpellingData, device):
     }
 
 
+#: the numbers of the word model's corrections with UNK replacement
+REPLACED = ("accuracy", "misspelt_accuracy", "kept_accuracy", "rare_word_accuracy", "exact_sentences")
+
+
+def _measures(study: Study, piece: Piece, data: SpellingData, model) -> dict:
+    """The word model with UNK replacement (:meth:`SpellingData.correct`), the nested model's
+    character path (:meth:`SpellingData.char_path`), both on the test split."""
+    if piece.variant == "word":
+        if not study.recipe.get("unk_replace"):
+            return {}
+        report = data.evaluate(model, unk_replace=True)
+        return {"unk_replacement": {k: report[k] for k in REPLACED}}
+    return {"char_path": data.char_path(model)}
+
+
 def _summarise(study: Study, runs: list[dict], data) -> dict:
     summary = summarise_variants(runs, METRICS)
     for v, cell in summary.items():  # the parameter count as a mean_sd (one value per seed)
-        cell["parameters"] = mean_sd([r["parameters"] for r in runs if r["variant"] == v])
+        mine = [r for r in runs if r["variant"] == v]
+        cell["parameters"] = mean_sd([r["parameters"] for r in mine])
+        for measure in ("unk_replacement", "char_path"):
+            if all(measure in r for r in mine):
+                cell[measure] = {k: mean_sd([r[measure][k] for r in mine]) for k in mine[0][measure]}
     data = data()
     ms = [(w, e.tgt[i]) for e in data.train for i, w in enumerate(e.src) if e.misspelt[i]]
     data_info = {

@@ -223,17 +223,26 @@ class SpellingData(Task):
         return spelling_loss(model, batch), int((batch.tgt_out != model.cfg.pad_id).sum())
 
     @torch.no_grad()
-    def correct(self, model: nn.Module, examples: Sequence[Misspelt], batch_size: int = 128) -> list[list[str]]:
+    def correct(
+        self, model: nn.Module, examples: Sequence[Misspelt], batch_size: int = 128, unk_replace: bool = False
+    ) -> list[list[str]]:
         """Greedy corrections: per sentence the emitted words (without ``<eos>``), each ``<unk>``
-        replaced by the character decoder's word when the model has one."""
+        replaced by the character decoder's word when the model has one. ``unk_replace`` (a model
+        without a character decoder): each ``<unk>`` is replaced by the source word its step attends
+        to most, Luong et al.'s (2015) *UNK replacement*, the word level's own way to write a word
+        its vocabulary lacks."""
         model.eval()
         device = next(model.parameters()).device
         out = []
         for start in range(0, len(examples), batch_size):
-            batch = self.collate(examples[start : start + batch_size]).to(device)
+            group = examples[start : start + batch_size]
+            batch = self.collate(group).to(device)
             result = model.greedy(batch.src, batch.src_lengths, **batch.inputs())
             tokens = result.tokens.tolist()
             chars = None if result.char_tokens is None else result.char_tokens.tolist()
+            if unk_replace and chars is not None:
+                raise ValueError("unk_replace is for a model without a character decoder (char_level=False)")
+            attended = result.attention.argmax(-1).tolist() if unk_replace else None  # (B, T') j*
             for b, ids in enumerate(tokens):
                 words = []
                 for t, i in enumerate(ids):
@@ -241,16 +250,71 @@ class SpellingData(Task):
                         break
                     if i == self.tgt_vocab.unk_id and chars is not None:
                         words.append("".join(self.char_vocab.decode(chars[b][t])) or "<unk>")
+                    elif i == self.tgt_vocab.unk_id and unk_replace:
+                        words.append(group[b].src[attended[b][t]])
                     else:
                         words.append(self.tgt_vocab.itos[i])
                 out.append(words)
         return out
 
-    def evaluate(self, model: nn.Module, examples: Sequence[Misspelt] | None = None, batch_size: int = 128) -> dict:
-        """Word accuracy (greedy, position by position against the correct sentence; a missing word
-        is wrong), the accuracy on the misspelt positions and on the other ones, and the counts."""
+    @torch.no_grad()
+    def char_path(self, model: nn.Module, examples: Sequence[Misspelt] | None = None, batch_size: int = 128) -> dict:
+        """Where the nested attention reads while it spells the rare words, teacher-forced on the
+        correct sentences (a model with a character decoder).
+
+        For each rare target word ``y_t`` (``<unk>`` to the target vocabulary) the word attention
+        picks a source word ``j*`` and the character attention ``β`` reads its characters:
+        ``own_word`` is the share of rare words whose ``j*`` is ``t`` (the source word at the same
+        position, the one to correct); ``near_diagonal`` is the share of their characters ``k``
+        (the end of the word left out) whose most-weighted source character ``i`` has
+        ``|i − k| ≤ 1``, and ``diagonal_chance`` what a character drawn uniformly from the source
+        word would score. Counted over the rare words whose ``j*`` is ``t``."""
+        if not getattr(model.cfg, "char_level", False):
+            raise ValueError("char_path needs a model with a character decoder (char_level=True)")
         examples = self.test if examples is None else examples
-        return self.score(examples, self.correct(model, examples, batch_size))
+        model.eval()
+        device = next(model.parameters()).device
+        words = own = steps = near = 0
+        chance = 0.0
+        for start in range(0, len(examples), batch_size):
+            group = examples[start : start + batch_size]
+            batch = self.collate(group).to(device)
+            out = model(
+                batch.src, batch.src_lengths, batch.tgt_in, tgt_unk=batch.tgt_unk,
+                tgt_chars_in=batch.tgt_chars_in, **batch.inputs(),
+            )  # fmt: skip
+            rows = batch.tgt_unk.nonzero().tolist()  # (N, 2): sentence b, target position t
+            top = out.char_attention.argmax(-1).tolist()  # (N, K)
+            for (b, t), source, path in zip(rows, out.char_source.tolist(), top):
+                words += 1
+                if source != t:
+                    continue
+                own += 1
+                n_src, n_tgt = len(group[b].src[t]), len(group[b].tgt[t])
+                for k in range(n_tgt):
+                    steps += 1
+                    near += abs(path[k] - k) <= 1
+                    chance += sum(abs(i - k) <= 1 for i in range(n_src)) / n_src
+        return {
+            "rare_words": words,
+            "own_word": own / max(words, 1),
+            "characters": steps,
+            "near_diagonal": near / max(steps, 1),
+            "diagonal_chance": chance / max(steps, 1),
+        }
+
+    def evaluate(
+        self,
+        model: nn.Module,
+        examples: Sequence[Misspelt] | None = None,
+        batch_size: int = 128,
+        unk_replace: bool = False,
+    ) -> dict:
+        """Word accuracy (greedy, position by position against the correct sentence; a missing word
+        is wrong), the accuracy on the misspelt positions and on the other ones, and the counts;
+        ``unk_replace``: of the corrections with UNK replacement (:meth:`correct`)."""
+        examples = self.test if examples is None else examples
+        return self.score(examples, self.correct(model, examples, batch_size, unk_replace=unk_replace))
 
     def score(self, examples: Sequence[Misspelt], outputs: Sequence[Sequence[str]]) -> dict:
         """:meth:`evaluate`'s numbers for any ``outputs`` (one token sequence per example), e.g.
