@@ -14,11 +14,11 @@ cross-entropy of the paper's sigmoid gates), the arm of ``dmn-passes`` that lear
 
 The recipe is ``dmn-passes``'s (:data:`attention.studies.memory.DMN_RUNS`): sizes, optimiser, batch
 size, learning rate and early stopping on validation accuracy with the same patience, so the book's
-DMN it is compared with is ``dmn-passes``'s ``supervised/passes3`` cell (three seeds), which
-``metrics["compared_with"]`` names. The variant ``"book"`` (:data:`MODELS`) trains the book's DMN
-here too, under the same recipe, when the recipe lists it; its seeds 0, 1, 2 are then read from
-``dmn-passes`` (the same runs). The recorded recipe lists the paper's DMN alone: on the shared
-two-core machine the book's DMN's two extra seeds did not fit in the time the record had.
+DMN it is compared with is ``dmn-passes``'s ``supervised/passes3`` cell, which
+``metrics["compared_with"]`` names. The variant ``"book"`` (:data:`MODELS`) is that model under the
+same recipe, five seeds: a seed ``dmn-passes`` has recorded is read from it (the same run, marked
+``"from"``), another is trained here. Seeds 3 and 4 were trained here before ``dmn-passes`` had
+them; the runs it trained later are the same, as a test checks.
 
 Every run records test accuracy and, per pass, how often its largest gate is on a supporting fact;
 the baselines are the majority answer, chance over the answers, and what a gate that picked a fact
