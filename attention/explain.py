@@ -17,8 +17,8 @@ can be run with *other* weights in place of its own (:func:`logits_with_weights`
   the original: if very different weights give the same prediction, the weights did not single out
   the reason for it;
 * **a translation model** (:func:`decoder_report`): RNNsearch decoded greedily with each step's
-  weights permuted, made uniform or stripped of their largest entry
-  (:func:`greedy_with_weights`), against its own decoding;
+  weights permuted, made uniform or stripped of their largest entry (the model's own hook,
+  ``greedy(..., weights_hook=...)`` of :mod:`attention.models.decoding`), against its own decoding;
 * **compare with a gradient attribution** (:func:`input_x_gradient`): how much each word's
   embedding, times the gradient of the predicted class's logit, contributes; the rank correlation
   with the attention weights (:func:`attribution_agreement`).
@@ -36,6 +36,7 @@ from torch import Tensor, nn
 from .data import collate
 from .masks import lengths_to_mask
 from .metrics import spearman
+from .models import decoding
 
 __all__ = [
     "logits_with_weights",
@@ -226,7 +227,7 @@ def perturbation_report(
 
 
 # --- a translation model: RNNsearch with its attention replaced at every step -----------------------
-__all__ += ["TRANSFORMS", "step_with_weights", "greedy_with_weights", "decoder_report"]
+__all__ += ["TRANSFORMS", "decoder_report"]
 
 #: how the decoder's weights are replaced at each step: (weights (B, S), lengths (B,), generator) -> (B, S)
 TRANSFORMS = {
@@ -236,81 +237,27 @@ TRANSFORMS = {
 }
 
 
-def step_with_weights(
-    model: nn.Module,
-    y_prev: Tensor,
-    state,
-    memory,
-    transform,
-    lengths: Tensor,
-    generator: torch.Generator | None = None,
-):
-    """One decoder step of :class:`~attention.models.Seq2Seq` (RNNsearch) with ``transform`` applied
-    to its attention weights before they make the context: the lines of ``Seq2Seq.step``, with one
-    line added. Returns ``(logits (B, V), state)``."""
-    s_prev = state[0] if isinstance(state, tuple) else state  # (B, Hd)
-    scores = model.score.score_projected(s_prev[:, None, :], memory.keys)  # (B, 1, S)
-    from_model = torch.softmax(scores[:, 0].masked_fill(~memory.mask, float("-inf")), -1)  # (B, S)
-    weights = transform(from_model, lengths, generator)  # the one added line
-    context = (weights[:, :, None] * memory.states).sum(1)  # (B, He)
-    y = model.tgt_embed(y_prev)  # (B, E)
-    state = model.cell(torch.cat([y, context], dim=-1), state)
-    s = state[0] if isinstance(state, tuple) else state
-    hidden = torch.tanh(model.pre_output(torch.cat([s, context, y], dim=-1)))
-    return model.output(hidden), state
-
-
-@torch.no_grad()
-def greedy_with_weights(
-    model: nn.Module,
-    src: Tensor,
-    src_lengths: Tensor,
-    transform,
-    max_len: int = 40,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    """Greedy decoding with every step's weights transformed: the tokens ``(B, T')``."""
-    model.eval()
-    encoded = model.encode(src, src_lengths)
-    memory, state = encoded
-    if memory.keys is None:
-        raise ValueError(
-            "greedy_with_weights needs an attention decoder whose score projects the keys once "
-            "(RNNsearch's additive score)"
-        )
-    B = src.shape[0]
-    y = torch.full((B,), model.cfg.bos_id, dtype=torch.long, device=src.device)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    tokens = []
-    for _ in range(max_len):
-        logits, state = step_with_weights(model, y, state, memory, transform, src_lengths, generator)
-        y = logits.argmax(-1).masked_fill(done, model.cfg.pad_id)
-        tokens.append(y)
-        done = done | (y == model.cfg.eos_id)
-        if done.all():
-            break
-    return torch.stack(tokens, 1)
-
-
-def decoder_report(model: nn.Module, data, pairs=None, seed: int = 0) -> dict:
+def decoder_report(model: nn.Module, data, pairs=None, seed: int = 0, max_len: int = 40) -> dict:
     """For a translation model on ``pairs`` (default: the test split): the exact-match accuracy of
-    greedy decoding with its own weights (through the same re-derived step) and with each of
-    :data:`TRANSFORMS`, and the share of sentences whose output changes."""
+    greedy decoding with its own weights and with each of :data:`TRANSFORMS` applied to every
+    step's weights (through the model's ``weights_hook``: :func:`attention.models.decoding.greedy`),
+    and the share of sentences whose output changes. ``seed`` seeds the permutations, afresh for
+    each transform."""
     pairs = list(data.test if pairs is None else pairs)
     device = next(model.parameters()).device
     batch = collate(pairs, data.src_vocab, data.tgt_vocab).to(device)
 
     def outputs(transform):
-        ids = greedy_with_weights(
-            model, batch.src, batch.src_lengths, transform, generator=torch.Generator().manual_seed(seed)
-        ).tolist()
+        generator = torch.Generator().manual_seed(seed)
+        hook = None if transform is None else (lambda w, t: transform(w, batch.src_lengths, generator))
+        ids = decoding.greedy(model, batch.src, batch.src_lengths, max_len=max_len, weights_hook=hook).tokens.tolist()
         out = []
         for row in ids:
             row = row[: row.index(model.cfg.eos_id)] if model.cfg.eos_id in row else row
             out.append(data.tgt_vocab.decode(row))
         return out
 
-    own = outputs(lambda w, n, g: w)
+    own = outputs(None)
     report = {"own": {"exact_match": sum(o == list(p.tgt) for o, p in zip(own, pairs)) / len(pairs), "changed": 0.0}}
     for name, transform in TRANSFORMS.items():
         new = outputs(transform)

@@ -169,9 +169,10 @@ def test_the_recorded_run_regenerates_from_its_rows_alone(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faithfulness.json"]  # nothing written
 
 
-def test_the_rederived_decoder_step_is_the_models_own_and_the_transforms_matter():
+def test_the_decoders_hook_keeps_its_own_decoding_and_the_transforms_matter(monkeypatch):
     from attention import experiments as ex
     from attention.data import collate
+    from attention.models import decoding
 
     dates = ex.dates_data(n=300, seed=0)
     torch.manual_seed(0)
@@ -179,11 +180,14 @@ def test_the_rederived_decoder_step_is_the_models_own_and_the_transforms_matter(
     ex.fit(model, dates, epochs=2, batch_size=32, lr=3e-3, progress=False)
     model.eval()
     batch = collate(list(dates.test), dates.src_vocab, dates.tgt_vocab)
-    own = fa.greedy_with_weights(model, batch.src, batch.src_lengths, lambda w, n, g: w)
-    reference = model.greedy(batch.src, batch.src_lengths, max_len=40).tokens
-    assert torch.equal(own, reference[:, : own.shape[1]])  # the same tokens as Seq2Seq.step gives
+    own = decoding.greedy(model, batch.src, batch.src_lengths, max_len=40, weights_hook=lambda w, t: w)
+    reference = model.greedy(batch.src, batch.src_lengths, max_len=40)
+    assert torch.equal(own.tokens, reference.tokens)  # the same tokens as Seq2Seq.step gives
+    torch.testing.assert_close(own.attention, reference.attention, atol=1e-6, rtol=0)
+    monkeypatch.setitem(fa.TRANSFORMS, "identity", lambda w, n, g: w)
     report = fa.decoder_report(model, dates)
     assert report["n"] == len(dates.test) and report["own"]["changed"] == 0.0
+    assert report["identity"] == report["own"]  # the hook, left alone, is the model's own decoding
     assert set(report) >= set(fa.TRANSFORMS) and all(0 <= report[k]["changed"] <= 1 for k in fa.TRANSFORMS)
     w = torch.tensor([[0.7, 0.2, 0.1, 0.0]])
     n = torch.tensor([3])

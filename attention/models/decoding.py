@@ -8,6 +8,10 @@ carrying ``cfg.bos_id``, ``cfg.eos_id`` and ``cfg.pad_id``. The RNN encoder–de
 chapters 2, 3 and 9 do; so does the Transformer. Beam search runs the whole batch at once:
 ``B·K`` hypotheses step together, and a sentence whose search is over simply stops changing.
 
+Greedy decoding can also run with other attention weights than the model's: ``weights_hook(weights,
+t)`` gets step ``t``'s weights ``(B, S)`` and returns the ones that make the context, for a model whose
+``step`` takes ``weights_hook`` (``Seq2Seq``, global ``LuongSeq2Seq``; chapter 10 permutes them).
+
 Both decode in eval mode (:func:`in_eval_mode`): dropout off, whatever mode the model was left in,
 so that decoding the same sentence twice gives the same output; the model's own mode, module by
 module, is back when they return (or raise).
@@ -16,6 +20,8 @@ module, is back when they return (or raise).
 from __future__ import annotations
 
 import functools
+import inspect
+from collections.abc import Callable
 from contextlib import contextmanager
 from numbers import Integral
 
@@ -24,7 +30,7 @@ from torch import Tensor, nn
 
 from .interface import Translation, select_rows
 
-__all__ = ["greedy", "beam_search", "eval_mode", "in_eval_mode", "check_max_len"]
+__all__ = ["greedy", "beam_search", "eval_mode", "in_eval_mode", "check_max_len", "check_hookable"]
 
 
 @contextmanager
@@ -62,18 +68,45 @@ def check_max_len(max_len) -> None:
         raise ValueError(f"max_len must be a positive int (the most tokens to emit); got {max_len!r}")
 
 
+def check_hookable(model) -> None:
+    """Refuse a model whose ``step`` cannot take a ``weights_hook`` (the Transformer, a captioner ...)."""
+    try:
+        takes = "weights_hook" in inspect.signature(model.step).parameters
+    except (AttributeError, TypeError, ValueError):
+        takes = False
+    if not takes:
+        raise ValueError(
+            f"weights_hook needs a model whose step(y_prev, state, memory, weights_hook) replaces its "
+            f"attention weights (Seq2Seq, LuongSeq2Seq with global attention); got {type(model).__name__}"
+        )
+
+
 @torch.no_grad()
 @in_eval_mode
-def greedy(model, src: Tensor, src_lengths: Tensor, max_len: int = 50) -> Translation:
-    """Emit the most probable token at each step until EOS (or ``max_len`` tokens)."""
+def greedy(
+    model,
+    src: Tensor,
+    src_lengths: Tensor,
+    max_len: int = 50,
+    weights_hook: Callable[[Tensor, int], Tensor] | None = None,
+) -> Translation:
+    """Emit the most probable token at each step until EOS (or ``max_len`` tokens).
+
+    ``weights_hook(weights (B, S), t) -> (B, S)``, if given, replaces step ``t``'s (0, 1, ...)
+    attention weights before they make the context: a distribution over each sentence's real
+    source positions, checked (``attention.models.seq2seq.check_weights``); the translation's
+    attention is then the weights used. None (the default) decodes with the model's own."""
     check_max_len(max_len)
+    if weights_hook is not None:
+        check_hookable(model)
     memory, state = model.encode(src, src_lengths)
     B = src.shape[0]
     y = torch.full((B,), model.cfg.bos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     tokens, maps = [], []
-    for _ in range(max_len):
-        logits, state, weights = model.step(y, state, memory)
+    for t in range(max_len):
+        hook = {} if weights_hook is None else {"weights_hook": lambda w, t=t: weights_hook(w, t)}
+        logits, state, weights = model.step(y, state, memory, **hook)
         y = logits.argmax(-1).masked_fill(done, model.cfg.pad_id)  # (B,)
         tokens.append(y)
         maps.append(weights)

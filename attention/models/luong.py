@@ -14,6 +14,11 @@ Differences from Bahdanau's decoder (chapter 3), all in :meth:`LuongSeq2Seq.step
 * attention may be **global** (every source state) or **local** (``local-m`` / ``local-p``,
   see :mod:`attention.local`), with any score function of chapter 4 by name.
 
+With global attention, ``step(..., weights_hook=f)`` puts other weights in place of the model's,
+between the softmax and ``c_t``, as :meth:`Seq2Seq.step <attention.models.seq2seq.Seq2Seq.step>`
+does (:func:`~attention.models.seq2seq.override_attention`). Local attention refuses it: local-p's
+weights are scaled by a Gaussian and do not sum to 1, and its context is read from the window.
+
 The encoder, the cell and the score are built by :class:`~attention.models.seq2seq.RNNEncoderDecoder`;
 teacher forcing, greedy and beam search come with every :class:`~attention.models.base.SequenceModel`.
 Chapter 9 (``book/09-global-local.md``) teaches this; the ablation compares the variants.
@@ -32,7 +37,7 @@ from ..scores import is_content_based
 from .checks import check_ids
 from .interface import Encoded, EncoderMemory, Step
 from .registry import register_model
-from .seq2seq import RNNEncoderDecoder, Seq2SeqConfig
+from .seq2seq import RNNEncoderDecoder, Seq2SeqConfig, WeightsHook, override_attention
 
 __all__ = ["LuongConfig", "LuongSeq2Seq", "LuongState"]
 
@@ -111,9 +116,19 @@ class LuongSeq2Seq(RNNEncoderDecoder):
         weights.scatter_add_(1, index, w[:, 0])
         return context[:, 0], weights[:, self.cfg.window : self.cfg.window + S]  # (B, He), (B, S)
 
-    def step(self, y_prev: Tensor, state: LuongState, memory: EncoderMemory) -> Step:
-        """``y_{t-1}``, state -> logits ``(B, V)``, new state, weights ``(B, S)`` or None."""
+    def step(
+        self, y_prev: Tensor, state: LuongState, memory: EncoderMemory, weights_hook: WeightsHook | None = None
+    ) -> Step:
+        """``y_{t-1}``, state -> logits ``(B, V)``, new state, weights ``(B, S)`` or None.
+
+        ``weights_hook`` (default None), global attention only: ``weights (B, S) -> (B, S)``, the
+        weights that make ``c_t`` instead of the model's (checked); the step returns those."""
         check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
+        if weights_hook is not None and (self.score is None or self.cfg.local is not None):
+            raise ValueError(
+                f"weights_hook needs global attention; this LuongSeq2Seq has attention={self.cfg.attention!r}, "
+                f"local={self.cfg.local!r}"
+            )
         y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
         x = torch.cat([y, state.feed], dim=-1) if self.cfg.input_feeding else y
         rnn = self.cell(x, state.rnn)
@@ -123,6 +138,8 @@ class LuongSeq2Seq(RNNEncoderDecoder):
             h_tilde = torch.tanh(self.W_c(h))
         else:
             context, weights = self.attend_to_source(h, memory, state.t)
+            if weights_hook is not None:  # other weights in place of the model's (chapter 10)
+                context, weights = override_attention(weights_hook, weights, memory)
             h_tilde = torch.tanh(self.W_c(torch.cat([context, h], dim=-1)))  # h̃_t = tanh(W_c[c_t; h_t])
         logits = self.output(self.dropout(h_tilde))  # softmax(W_s h̃_t) before the softmax
         return Step(logits, LuongState(rnn=rnn, feed=h_tilde, t=state.t + 1), weights)

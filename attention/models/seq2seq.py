@@ -18,7 +18,9 @@ One model class, :class:`Seq2Seq`, covers the three architectures of chapters 2�
   ``c_t = Σ_i α_{t,i} h_i`` and updates ``s_t = GRU([y_{t-1}; c_t], s_{t-1})``.
 
 Any score of :mod:`attention.scores` can be plugged in by name, which is how later
-chapters compare them on one budget. :class:`RNNEncoderDecoder` is what this model and
+chapters compare them on one budget. ``step(..., weights_hook=f)`` puts other weights in place
+of ``α_t``, between the softmax and the context (:func:`override_attention`; chapter 10 decodes
+with permuted or uniform weights this way). :class:`RNNEncoderDecoder` is what this model and
 Luong's (:mod:`attention.models.luong`) share: the encoder, the target embeddings, the
 first decoder state, the decoder cell and the score. Teacher forcing, greedy and beam
 search come from :class:`~attention.models.base.SequenceModel`, built on :meth:`Seq2Seq.step`.
@@ -26,6 +28,7 @@ search come from :class:`~attention.models.base.SequenceModel`, built on :meth:`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -41,7 +44,19 @@ from .interface import Encoded, EncoderMemory, Step
 from .pooling import check_sizes
 from .registry import register_model
 
-__all__ = ["Seq2SeqConfig", "Seq2Seq", "RNNEncoderDecoder", "Encoder", "reverse_padded"]
+__all__ = [
+    "Seq2SeqConfig",
+    "Seq2Seq",
+    "RNNEncoderDecoder",
+    "Encoder",
+    "reverse_padded",
+    "WeightsHook",
+    "check_weights",
+    "override_attention",
+]
+
+#: ``weights (B, S) -> weights (B, S)``: a decoder step's attention weights in, the ones to use out
+WeightsHook = Callable[[Tensor], Tensor]
 
 
 @dataclass
@@ -77,6 +92,66 @@ def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
     rev = (lengths[:, None] - 1 - pos).clamp_min(0)
     index = torch.where(pos < lengths[:, None], rev, pos)
     return x.gather(1, index)
+
+
+def check_weights(weights, mask: Tensor, dtype: torch.dtype | None = None, what: str = "weights_hook") -> None:
+    """Refuse attention weights that are not a distribution over each row's real positions.
+
+    ``mask`` is the ``(B, S)`` keep mask (True = a real source position). ``weights`` must be a
+    tensor of shape ``(B, S)``, floating point (of ``dtype`` when given: the model's), on the
+    mask's device, finite, non-negative, exactly zero on padding, and summing to 1 over each row's
+    real positions within ``1e-4`` (``8·eps`` for a 16-bit dtype); a row with no real position
+    must be all zero. Raises ``TypeError`` (not a tensor) or ``ValueError`` naming ``what``, the
+    expected and given shapes, or the first offending row, position and value. The checks read
+    values back (a device sync each): an analysis path, not the decoder's default.
+    """
+    B, S = mask.shape
+    if not isinstance(weights, Tensor):
+        raise TypeError(f"{what} must return a tensor of weights (B, S) = ({B}, {S}); got {type(weights).__name__}")
+    if tuple(weights.shape) != (B, S):
+        raise ValueError(f"{what} must return weights of shape (B, S) = ({B}, {S}); got {tuple(weights.shape)}")
+    if not weights.dtype.is_floating_point or (dtype is not None and weights.dtype != dtype):
+        raise ValueError(f"{what} must return weights of dtype {dtype or 'float'}; got {weights.dtype}")
+    if weights.device != mask.device:
+        raise ValueError(f"{what} must return weights on {mask.device} (the source's device); got {weights.device}")
+
+    def first(bad: Tensor) -> str:  # bad (B, S) bool -> "row b, position i: value"
+        b, i = (int(v) for v in bad.nonzero()[0])
+        return f"row {b} (source length {int(mask[b].sum())}), position {i}: {weights[b, i].item()!r}"
+
+    if not bool(torch.isfinite(weights).all()):
+        raise ValueError(f"{what} returned weights that are not finite (NaN or inf); {first(~torch.isfinite(weights))}")
+    if bool((weights < 0).any()):
+        raise ValueError(f"{what} returned negative weights; {first(weights < 0)}")
+    if bool(((weights != 0) & ~mask).any()):
+        raise ValueError(f"{what} put weight on padding (S = {S}); {first((weights != 0) & ~mask)}")
+    atol = 1e-4 if weights.dtype in (torch.float32, torch.float64) else 8 * torch.finfo(weights.dtype).eps
+    sums = weights.float().sum(-1)  # (B,)
+    ok = torch.where(mask.any(-1), (sums - 1).abs() <= atol, sums == 0)  # (B,)
+    if not bool(ok.all()):
+        rows = (~ok).nonzero()[:, 0].tolist()
+        raise ValueError(
+            f"{what} must return weights summing to 1 over each row's real positions (within {atol:g}); "
+            f"got sums {[round(sums[b].item(), 6) for b in rows[:3]]} in rows {rows[:3]}"
+        )
+
+
+def override_attention(weights_hook: WeightsHook, weights: Tensor | None, memory: EncoderMemory):
+    """Other weights in place of a decoder's own, between the softmax and the context.
+
+    ``weights_hook(weights)`` gets the step's own weights ``(B, S)`` and returns the ones to use,
+    a distribution over each sentence's real source positions (checked by :func:`check_weights`);
+    the context is then ``c = Σ_i α'_i h_i`` over ``memory.states`` ``(B, S, He)``, the same
+    product ``attend`` computes, so a hook that returns its argument changes nothing, bit for bit.
+    Returns ``(context (B, He), weights (B, S))``: the weights used. Chapter 10 (:func:`attention.explain.decoder_report`)
+    decodes RNNsearch with permuted, uniform or top-less weights this way.
+    """
+    if weights is None:
+        raise ValueError("weights_hook replaces attention weights, and this decoder has none (attention=None)")
+    new = weights_hook(weights)
+    check_weights(new, memory.mask, weights.dtype)
+    context = (new[:, None, :] @ memory.states)[:, 0]  # (B, 1, S) @ (B, S, He) -> (B, He), as in attend
+    return context, new
 
 
 class Encoder(nn.Module):
@@ -203,8 +278,12 @@ class Seq2Seq(RNNEncoderDecoder):
         return Encoded(memory, state)
 
     # --- one decoder step ------------------------------------------------------------------
-    def step(self, y_prev: Tensor, state, memory: EncoderMemory) -> Step:
-        """``y_{t-1}`` ``(B,)``, ``s_{t-1}`` -> logits ``(B, V)``, ``s_t``, weights ``(B, S)`` or None."""
+    def step(self, y_prev: Tensor, state, memory: EncoderMemory, weights_hook: WeightsHook | None = None) -> Step:
+        """``y_{t-1}`` ``(B,)``, ``s_{t-1}`` -> logits ``(B, V)``, ``s_t``, weights ``(B, S)`` or None.
+
+        ``weights_hook`` (default None: the model's own attention): ``weights (B, S) -> (B, S)``,
+        the weights that make ``c_t`` instead of ``α_t`` (:func:`override_attention`, checked);
+        the step then returns the weights it used."""
         check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         s_prev = state[0] if isinstance(state, tuple) else state  # (B, Hd)
         if self.score is None:
@@ -217,6 +296,8 @@ class Seq2Seq(RNNEncoderDecoder):
                 scores = self.score(query, memory.states)  # (B, 1, S)
             context, weights = attend(scores, memory.states, memory.mask[:, None, :])
             context, weights = context[:, 0], weights[:, 0]  # (B, He), (B, S)
+        if weights_hook is not None:  # other weights in place of α_t (chapter 10)
+            context, weights = override_attention(weights_hook, weights, memory)
         y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
         state = self.cell(torch.cat([y, context], dim=-1), state)
         s = state[0] if isinstance(state, tuple) else state  # (B, Hd)
