@@ -15,6 +15,7 @@ TINY = {
     "max_epochs": 1,
     "spread_samples": 3,
     "spread_batch": 4,
+    "arm_changes": {"hard-pure": {"expectation_prob": 0.0, "max_epochs": 1}},
 }
 
 
@@ -24,12 +25,13 @@ def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     from attention.studies.base import run_study, study_status
 
     study = captioning.STUDY.with_recipe(**TINY)
-    assert study_status(study, tmp_path)["missing"] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
+    keys = ["soft/seed0", "hard/seed0", "gumbel/seed0", "hard-pure/seed0"]
+    assert study_status(study, tmp_path)["missing"] == keys
     assert run_study(study, tmp_path, only=["hard/*"]) is None  # a piece at a time, kept as it lands
-    assert study_status(study, tmp_path) == {"done": ["hard/seed0"], "missing": ["soft/seed0", "gumbel/seed0"]}
+    assert study_status(study, tmp_path) == {"done": ["hard/seed0"], "missing": [k for k in keys if k != "hard/seed0"]}
     record = run_study(study, tmp_path)
     summary = record["metrics"]["summary"]
-    assert list(summary) == ["soft", "hard", "gumbel"]
+    assert list(summary) == ["soft", "hard", "gumbel", "hard-pure"]
     for arm in summary.values():
         for m in ("exact_match", "digit_accuracy", "alignment"):
             assert 0 <= arm[m]["mean"] <= 1
@@ -39,8 +41,8 @@ def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     assert spread["soft, one batch"]["mean_variance"]["mean"] < 1e-10  # deterministic on one batch
     assert spread["hard, no baseline"]["mean_variance"]["mean"] > 0
     assert record["metrics"]["paper"] == captioning.PAPER
-    assert [r["key"] for r in record["metrics"]["runs"]] == ["soft/seed0", "hard/seed0", "gumbel/seed0"]
-    assert "gradient_spread" in record["metrics"]["runs"][1] and "gradient_spread" not in record["metrics"]["runs"][0]
+    assert [r["key"] for r in record["metrics"]["runs"]] == keys
+    assert ["gradient_spread" in r for r in record["metrics"]["runs"]] == [False, True, False, False]
     assert results.load_result("soft-hard-captions", tmp_path)["command"] == "python -m attention captions"
     assert study_status(study, tmp_path)["missing"] == []
     from attention.checkpoints import load_checkpoint
@@ -48,6 +50,7 @@ def test_the_study_resumes_and_records_once_every_run_is_done(tmp_path):
     for arm in ("soft", "hard", "gumbel"):
         model, _ = load_checkpoint(captioning.captioner_path(arm, tmp_path), expect="show-attend-tell")
         assert model.cfg.attention == arm
+    assert not captioning.captioner_path("hard-pure", tmp_path).exists()  # only the three kinds are kept
 
     def untouchable(*args):
         raise AssertionError("retrained a finished piece")
@@ -68,7 +71,7 @@ def test_the_record_regenerates_from_the_record_alone(tmp_path):
     shutil.copy(results.RESULTS_DIR / f"{study.name}.json", tmp_path)
     record = results.load_result(study.name, tmp_path)
     assert study_status(study, tmp_path) == {
-        "done": [f"{a}/seed{s}" for s in (0, 1, 2) for a in ("soft", "hard", "gumbel")],
+        "done": [f"{a}/seed{s}" for s in study.recipe["seeds"] for a in study.recipe["arms"]],
         "missing": [],
     }
     again = run_study(study, tmp_path, write=False)
@@ -125,3 +128,30 @@ def test_the_figures_of_chapter_8_draw_and_refuse_bad_shapes():
     assert len(fig.axes[0].patches) == 1 and "[two]" in fig.axes[0].get_xlabel()
     with pytest.raises(ValueError, match="step must be in 1..3"):
         glimpse_figure(images[0], weights, ["one", "two", "<eos>"], step=4)
+
+
+def test_hard_pure_is_hard_attention_trained_by_reinforce_alone():
+    from attention.studies.base import Piece
+
+    study = captioning.STUDY.with_recipe(**TINY)
+    data = digit_captions(n_train=8, n_valid=4, n_test=4)
+    assert captioning.CAPTIONS["arm_changes"]["hard-pure"]["expectation_prob"] == 0.0
+    for arm, expectation_prob in (("hard-pure", 0.0), ("hard", captioning.CAPTIONS["expectation_prob"])):
+        torch.manual_seed(0)
+        row, model = captioning._run(study, Piece(f"{arm}/seed0", arm, 0, {"key": f"{arm}/seed0"}), data, "cpu")
+        assert model.cfg.attention == "hard" and model.cfg.expectation_prob == expectation_prob
+        assert ("gradient_spread" in row) == (arm == "hard")
+    with pytest.raises(ValueError, match="unknown arm 'sharp'"):
+        captioning._run(study, Piece("sharp/seed0", "sharp", 0, {}), data, "cpu")
+
+
+def test_a_record_of_fewer_arms_holds_its_rows_under_more():
+    recipe = captioning.CAPTIONS
+    three = {**recipe, "arms": ["soft", "hard", "gumbel"], "seeds": [0, 1, 2]}
+    assert captioning.STUDY.holds(three, recipe)
+    assert not captioning.STUDY.holds({**three, "arms": ["soft", "sharp"]}, recipe)
+    assert not captioning.STUDY.holds({**three, "lr": 1.0}, recipe)
+    # a record that lists hard-pure holds its rows only under the same changes for it
+    assert captioning.STUDY.holds(recipe, recipe)
+    other = {**recipe, "arm_changes": {"hard-pure": {"expectation_prob": 0.0, "max_epochs": 40}}}
+    assert not captioning.STUDY.holds(other, recipe)

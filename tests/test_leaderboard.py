@@ -122,3 +122,14 @@ def test_welch_text_gives_the_difference_its_interval_and_whether_it_holds_0():
     assert lb.welch_text(a, {"mean": 0.5, "sd": None, "n": 1}) == "+0.400 (one seed: no interval)"
     same = {"mean": 1.0, "sd": 0.0, "n": 5}
     assert lb.welch_text(same, same, digits=1) == "+0.0 [+0.0, +0.0], holds 0"
+
+
+def test_welch_interval_against_a_fixed_baseline_is_students_one_sample_interval():
+    # t(0.975, 4) = 2.7764: 0.8 ± 2.7764 · 0.1/√5 = 0.8 ± 0.1242, less a baseline of 0.5
+    diff, lo, hi = lb.welch_interval({"mean": 0.8, "sd": 0.1, "n": 5}, 0.5)
+    assert diff == pytest.approx(0.3) and lo == pytest.approx(0.3 - 0.12416, abs=1e-4)
+    assert hi == pytest.approx(0.3 + 0.12416, abs=1e-4)
+    assert lb.welch_text({"mean": 0.52, "sd": 0.1, "n": 5}, 0.5) == "+0.020 [-0.104, +0.144], holds 0"
+    assert lb.welch_text({"mean": 0.6, "sd": None, "n": 1}, 0.5) == "+0.100 (one seed: no interval)"
+    with pytest.raises(TypeError, match="must be a mean_sd summary or a number, got str"):
+        lb.welch_interval({"mean": 0.8, "sd": 0.1, "n": 5}, "0.5")

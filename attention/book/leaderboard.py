@@ -16,6 +16,7 @@ its record has them), ``attention`` (False for the book's baselines without atte
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..results import list_results, load_result
@@ -155,7 +156,6 @@ def format_leaderboard(rows: list[dict], digits: int = 3) -> str:
 def t_quantile(p: float, dof: float) -> float:
     """The ``p`` quantile (0.5 < p < 1) of Student's t with ``dof`` degrees of freedom (any real
     dof > 0): bisection on its distribution function, itself Simpson's rule over the density."""
-    import math
 
     if not 0.5 < p < 1 or dof <= 0:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and dof > 0, got p={p}, dof={dof}")
@@ -178,11 +178,19 @@ def t_quantile(p: float, dof: float) -> float:
     return (low + high) / 2
 
 
-def welch_interval(a: dict, b: dict, level: float = 0.95) -> tuple[float, float | None, float | None]:
+def welch_interval(a: dict, b: dict | float, level: float = 0.95) -> tuple[float, float | None, float | None]:
     """``(difference, low, high)``: mean of ``a`` − mean of ``b`` (each ``{"mean", "sd", "n"}``, as
     :func:`attention.results.mean_sd` gives) with Welch's ``level`` interval over the seeds,
     ``± t · √(sd_a²/n_a + sd_b²/n_b)`` at Welch–Satterthwaite's degrees of freedom; ``low`` and
-    ``high`` are None where a side has one seed."""
+    ``high`` are None where a side has one seed.
+
+    ``b`` may be a plain number, a baseline that no seed moves (chance, the majority class, the
+    share uniform weights give): the interval is then Student's one-sample interval of ``a``'s
+    mean, ``± t · sd_a/√n_a`` at ``n_a − 1`` degrees of freedom."""
+    if isinstance(b, bool) or not isinstance(b, (dict, int, float)):
+        raise TypeError(f"welch_interval: b must be a mean_sd summary or a number, got {type(b).__name__}")
+    if not isinstance(b, dict):
+        b = {"mean": float(b), "sd": 0.0, "n": math.inf}
     diff = a["mean"] - b["mean"]
     if a["sd"] is None or b["sd"] is None or a["n"] < 2 or b["n"] < 2:
         return diff, None, None
@@ -190,14 +198,15 @@ def welch_interval(a: dict, b: dict, level: float = 0.95) -> tuple[float, float 
     se = (va + vb) ** 0.5
     if se == 0:
         return diff, diff, diff
-    dof = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + vb**2 / (b["n"] - 1))
+    dof = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + (0.0 if vb == 0 else vb**2 / (b["n"] - 1)))
     half = t_quantile(0.5 + level / 2, dof) * se
     return diff, diff - half, diff + half
 
 
-def welch_text(a: dict, b: dict, digits: int = 3, level: float = 0.95) -> str:
+def welch_text(a: dict, b: dict | float, digits: int = 3, level: float = 0.95) -> str:
     """``a − b`` with its Welch interval (:func:`welch_interval`) and whether the interval holds 0,
-    e.g. ``"+0.330 [+0.112, +0.548], clear of 0"``; a side with one seed gives no interval."""
+    e.g. ``"+0.330 [+0.112, +0.548], clear of 0"``; a side with one seed gives no interval; ``b``
+    may be a fixed baseline (a number), as in :func:`welch_interval`."""
     diff, lo, hi = welch_interval(a, b, level)
     if lo is None:
         return f"{diff:+.{digits}f} (one seed: no interval)"

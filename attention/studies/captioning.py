@@ -1,6 +1,7 @@
-"""Chapter 8's recorded run: soft, hard and Gumbel attention captioning rows of handwritten digits.
+"""Chapter 8's recorded run: soft, hard and Gumbel attention captioning rows of handwritten digits,
+and hard attention trained by REINFORCE alone beside the hybrid that Xu et al. train (:data:`ARMS`).
 
-    python -m attention captions              # 3 attention kinds x 3 seeds, resumable
+    python -m attention captions              # 4 arms x 5 seeds, resumable
     python -m attention captions --workers 3  # the same on three worker processes
     python -m attention captions --status     # the runs done and missing
 
@@ -17,7 +18,7 @@ moving-average baseline and without it, beside the gradient of soft attention at
 parameters (deterministic on one batch) and the spread of soft's gradient over different batches,
 the ordinary noise of stochastic gradient descent. The run is declared as a
 :class:`~attention.studies.base.Study` (``STUDY``); the seed-0 model of each kind is kept beside the
-record (:func:`captioner_path`).
+record (:func:`captioner_path`), of the three kinds of attention only.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from ..hard import flat_gradient, gradient_spread_summary, gradient_variance
 from ..models import build
 from ..results import mean_sd, model_path
 from ..tasks.captions import CaptionData, alignment_hit, digit_captions
-from .base import Piece, Study, fit_piece, summarise_variants, training_row
+from .base import Piece, Study, fit_piece, same_recipe_but_seeds, summarise_variants, training_row
 
 __all__ = [
+    "ARMS",
     "CAPTIONS",
     "PAPER",
     "build_captioner",
@@ -45,9 +47,16 @@ __all__ = [
     "STUDIES",
 ]
 
+#: arm -> the kind of attention it trains: "hard" is the hybrid of Xu et al. (§4.1) that reads the
+#: expectation at half its training steps (the recipe's expectation_prob); "hard-pure" is the same
+#: hard attention trained by REINFORCE alone, every step sampling (the recipe's arm_changes)
+ARMS = {"soft": "soft", "hard": "hard", "gumbel": "gumbel", "hard-pure": "hard"}
 CAPTIONS = {
-    "arms": ["soft", "hard", "gumbel"],
-    "seeds": [0, 1, 2],
+    "arms": ["soft", "hard", "gumbel", "hard-pure"],
+    #: the recipe fields an arm trains with instead: REINFORCE alone learns late, if at all, so it
+    #: gets more epochs to converge in
+    "arm_changes": {"hard-pure": {"expectation_prob": 0.0, "max_epochs": 120}},
+    "seeds": [0, 1, 2, 3, 4],
     "n_train": 6000,
     "n_valid": 1000,
     "n_test": 1000,
@@ -167,14 +176,17 @@ def _pieces(recipe: dict) -> list[Piece]:
 
 
 def _run(study: Study, piece: Piece, data: CaptionData, device):
-    recipe, attention, seed = study.recipe, piece.variant, piece.seed  # seeded by the runner (run_piece)
+    if piece.variant not in ARMS:
+        raise ValueError(f"unknown arm {piece.variant!r}; the arms are {list(ARMS)}")
+    attention, changes = ARMS[piece.variant], study.recipe.get("arm_changes", {}).get(piece.variant, {})
+    recipe, seed = {**study.recipe, **changes}, piece.seed  # seeded by the runner (run_piece)
     model = build_captioner(data, attention, recipe, seed).to(device)
     history = fit_piece(model, data, recipe, seed, device)
     kept = copy.deepcopy(model).cpu()  # the trained model, before the gradient measurements below draw on it
     report = data.evaluate(model)
     row = {m: report[m] for m in ("exact_match", "bleu", "digit_accuracy", "alignment")}
     row |= training_row(history, model, valid="exact_match")
-    if attention == "hard":
+    if piece.variant == "hard":
         row["gradient_spread"] = gradient_spread(model, data, recipe["spread_samples"], recipe["spread_batch"], seed)
     return row, kept  # seed 0's model is kept (captioner_path)
 
@@ -204,6 +216,19 @@ def _summarise(study: Study, runs: list[dict], data) -> dict:
     }
 
 
+def _holds_fewer_arms(recorded: dict, recipe: dict) -> bool:
+    """A record made under a recipe that listed fewer arms holds their runs under this one: the same
+    recipe, the seeds aside, but for the arms it lists and those arms' own changes."""
+    arms = recorded["arms"]
+
+    def changes(r: dict) -> dict:  # the arm_changes of the recorded arms only
+        return {a: c for a, c in r.get("arm_changes", {}).items() if a in arms}
+
+    return set(arms) <= set(recipe["arms"]) and same_recipe_but_seeds(
+        {**recorded, "arm_changes": changes(recorded)}, {**recipe, "arms": arms, "arm_changes": changes(recipe)}
+    )
+
+
 STUDY = Study(
     "soft-hard-captions",
     "captions",
@@ -213,8 +238,9 @@ STUDY = Study(
     _summarise,
     data=_data,
     pieces=_pieces,
-    keep=tuple(CAPTIONS["arms"]),
+    keep=("soft", "hard", "gumbel"),
     kept_as="captions",
+    holds=_holds_fewer_arms,
     notes="wall_seconds adds up the training time of every run; paper = Xu et al. (2015), Table 1, BLEU-4 on "
     "Flickr8k photographs, not on our digit rows (our BLEU counts the end mark as a token)",
 )

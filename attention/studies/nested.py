@@ -15,8 +15,9 @@ for the word model the same numbers with UNK replacement (each ``<unk>`` it writ
 source word it attends to most), for the nested model where its character attention reads
 (:meth:`attention.tasks.spelling.SpellingData.char_path`: the share of rare words whose word
 attention picks their own source word, and of their characters read near the diagonal).
-The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``), which writes the record
-``nested-spelling``.
+The seed-0 nested model is kept beside the record (:func:`attention.results.model_path`), for the
+notebook's explorer. The run is declared as a :class:`~attention.studies.base.Study` (``STUDY``),
+which writes the record ``nested-spelling``.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _run(study: Study, piece: Piece, data: SpellingData, device):
     model = build_nested(piece.variant, data, recipe, piece.seed).to(device)
     history = fit_piece(model, data, recipe, piece.seed, device)
     report = data.evaluate(model)
-    return {
+    row = {
         "accuracy": report["accuracy"],
         "misspelt_accuracy": report["misspelt_accuracy"],
         "kept_accuracy": report["kept_accuracy"],
@@ -123,6 +124,7 @@ def _run(study: Study, piece: Piece, data: SpellingData, device):
             for e, o in zip(data.test[:5], report["outputs"][:5])
         ],
     }
+    return row, model  # seed 0's nested model is kept (STUDY.keep), for the notebook's explorer
 
 
 #: the numbers of the word model's corrections with UNK replacement
@@ -175,5 +177,6 @@ STUDY = Study(
     _run,
     _summarise,
     data=_data,
+    keep=("word+char",),
 )
 STUDIES = [STUDY]
