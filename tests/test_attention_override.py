@@ -224,7 +224,7 @@ def transformer(device, layers=2, heads=2):
     return Transformer(cfg).to(device).eval()
 
 
-@pytest.mark.parametrize("hook_at", [(0, 0), (1, 1), (-1, 0)])
+@pytest.mark.parametrize("hook_at", [(0, 0), (1, 1), (-1, 0), (0, None)])
 def test_the_transformers_own_head_weights_through_the_hook_change_nothing(device, hook_at):
     model = transformer(device)
     src, lengths = padded_batch(device)
@@ -272,6 +272,9 @@ def test_one_head_on_one_source_word_reads_that_words_value_and_leaves_the_other
     torch.testing.assert_close(step.weights, (own_w[:, 0, 0] + one_hot) / 2)
     torch.testing.assert_close(own.weights, own_w[:, :, 0].mean(1))
     assert not torch.equal(step.logits, own.logits)
+    with torch.no_grad():  # every head of the layer: their mean is the row
+        every = model.step(y, state, memory, weights_hook=lambda w: one_hot, hook_at=(0, None))
+    torch.testing.assert_close(every.weights, one_hot)
     # the head's output is that word's value: attend_cached with every head one-hot
     kv = state.cross_attn[0]
     with torch.no_grad():
@@ -338,7 +341,7 @@ def test_the_transformer_refuses_a_hook_without_a_head_or_with_bad_weights(devic
     src, lengths = padded_batch(device)
     memory, state = model.encode(src, lengths)
     y = torch.full((3,), model.cfg.bos_id, device=device)
-    for hook_at in (None, (2, 0), (0, 2), (-3, 0), [0, 0], (0.0, 1)):
+    for hook_at in (None, (2, 0), (0, 2), (-3, 0), [0, 0], (0.0, 1), (None, 0)):
         with pytest.raises(ValueError, match=r"hook_at=\(layer, head\) with -2 <= layer < 2 and 0 <= head < 2"):
             model.step(y, state, memory, weights_hook=lambda w: w, hook_at=hook_at)
     with pytest.raises(ValueError, match=r"weight on padding .*row 1 \(source length 3\)"):

@@ -37,11 +37,22 @@ from ..checkpoints import load_checkpoint
 from ..data import Pair, Vocab
 from ..device import seed_everything, set_threads
 from ..experiments import dates_data, load_kept, translate
+from ..models import decoding
 from ..models.interface import EncoderMemory
 from ..studies.alignment import ALIGNMENT, alignment_model_path
 from ..studies.dictionary import dictionary_model
 
-__all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize", "export_web"]
+__all__ = [
+    "PLAYGROUND",
+    "playground_model",
+    "export_model",
+    "OnnxTranslator",
+    "parity",
+    "steer",
+    "steer_parity",
+    "tokenize",
+    "export_web",
+]
 
 #: name -> what the page shows; the recipe is the chapter's (the model cache key depends on it)
 PLAYGROUND = {
@@ -146,17 +157,22 @@ class _Encoder(nn.Module):
 
 
 class _Step(nn.Module):
-    """:meth:`Seq2Seq.step` for one sentence: ``y_prev (1,)``, ``s_prev (1, Hd)``, states, keys ->
-    logits ``(1, V)``, ``s_t``, weights ``(1, S)``."""
+    """:meth:`Seq2Seq.step` for one sentence: ``y_prev (1,)``, ``s_prev (1, Hd)``, states, keys,
+    ``weights (1, S)``, ``use (1,)`` -> logits ``(1, V)``, ``s_t``, the weights used ``(1, S)``.
+
+    The step always goes through the model's ``weights_hook``, which mixes ``use · weights +
+    (1 − use) · α_t``: with ``use = 0`` the model's own weights (the graph has no optional
+    inputs), with ``use = 1`` the reader's. The page checks the weights it feeds; the graph cannot
+    (``check_weights`` checks nothing under tracing)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, y_prev: Tensor, s_prev: Tensor, states: Tensor, keys: Tensor):
+    def forward(self, y_prev: Tensor, s_prev: Tensor, states: Tensor, keys: Tensor, weights: Tensor, use: Tensor):
         keep = torch.ones_like(states[:, :, 0], dtype=torch.bool)  # (1, S): every position is real
         memory = EncoderMemory(states, keep, keep.sum(1), keys=keys)
-        step = self.model.step(y_prev, s_prev, memory)
+        step = self.model.step(y_prev, s_prev, memory, weights_hook=lambda own: use * weights + (1 - use) * own)
         return step.logits, step.state, step.weights
 
 
@@ -175,15 +191,29 @@ class _TransformerEncoder(nn.Module):
 class _TransformerStep(nn.Module):
     """One decoding step of the Transformer over the whole prefix ``(1, T)`` (causal, so the last
     position is what a cached step computes): its logits ``(1, V)`` and the cross-attention of the
-    last position in every layer and head, ``(1, layers, H, S)``."""
+    last position in every layer and head, ``(1, layers, H, S)``.
+
+    ``override (layers, H, T, S)`` and ``use (layers, H, T)`` steer it: where ``use`` is 1, that
+    layer's head reads the memory with ``override``'s row at that position instead of its own
+    (``decoder_stack(cross_weights_hook=)``, mixed ``use · override + (1 − use) · own``, so zeros
+    everywhere decode as the model does). A row edited at step ``t`` stays edited at every later
+    step, which recomputes position ``t``: what cached decoding with ``Transformer.step``'s hook
+    at step ``t`` computes."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, prefix: Tensor, memory: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, prefix: Tensor, memory: Tensor, override: Tensor, use: Tensor) -> tuple[Tensor, Tensor]:
         m = self.model
-        hidden, _, cross = m.decoder_stack(m.embed(prefix, m.tgt_embed), memory, need_weights=True)
+
+        def steer(own: Tensor, layer: int) -> Tensor:  # own (1, H, T, S)
+            u = use[layer][None, :, :, None]  # (1, H, T, 1)
+            return u * override[layer][None] + (1 - u) * own
+
+        hidden, _, cross = m.decoder_stack(
+            m.embed(prefix, m.tgt_embed), memory, need_weights=True, cross_weights_hook=steer
+        )
         return m.output(hidden[:, -1]), torch.stack([c[:, :, -1] for c in cross], 1)
 
 
@@ -201,15 +231,24 @@ def _export_transformer(model: nn.Module, src: Tensor, folder: Path) -> None:
             dynamic_axes={"src": {1: "S"}, "memory": {1: "S"}},
         )
         prefix = torch.tensor([[model.cfg.bos_id, model.cfg.bos_id]])
+        N, H, S = model.cfg.decoder_layers, model.cfg.num_heads, src.shape[1]
+        override = torch.full((N, H, 2, S), 1 / S)  # (layers, H, T, S)
+        use = torch.zeros(N, H, 2)  # (layers, H, T)
         torch.onnx.export(
             _TransformerStep(model),
-            (prefix, memory),
+            (prefix, memory, override, use),
             folder / "step.onnx",
-            input_names=["prefix", "memory"],
+            input_names=["prefix", "memory", "override", "use"],
             output_names=["logits", "cross"],
             opset_version=17,
             dynamo=False,
-            dynamic_axes={"prefix": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}},
+            dynamic_axes={
+                "prefix": {1: "T"},
+                "memory": {1: "S"},
+                "override": {2: "T", 3: "S"},
+                "use": {2: "T"},
+                "cross": {3: "S"},
+            },
         )
 
 
@@ -289,15 +328,16 @@ def _export_rnnsearch(model: nn.Module, src: Tensor, folder: Path) -> None:
             dynamic_axes={"src": {1: "S"}, "states": {1: "S"}, "keys": {1: "S"}},
         )
         y = torch.tensor([model.cfg.bos_id])
+        weights = torch.full((1, src.shape[1]), 1 / src.shape[1])  # (1, S)
         torch.onnx.export(
             _Step(model),
-            (y, s0, states, keys),
+            (y, s0, states, keys, weights, torch.zeros(1)),
             folder / "step.onnx",
-            input_names=["y_prev", "s_prev", "states", "keys"],
+            input_names=["y_prev", "s_prev", "states", "keys", "weights_in", "use"],
             output_names=["logits", "state", "weights"],
             opset_version=17,
             dynamo=False,
-            dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights": {1: "S"}},
+            dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights_in": {1: "S"}, "weights": {1: "S"}},
         )
 
 
@@ -329,6 +369,7 @@ class OnnxTranslator:
     bos_id: int
     eos_id: int
     kind: str = "rnnsearch"  # or "transformer"
+    step_shape: tuple[int, int] = (1, 1)  # (decoder layers, heads): the Transformer's cross-attention
 
     @classmethod
     def load(cls, folder: str | Path) -> "OnnxTranslator":
@@ -341,37 +382,122 @@ class OnnxTranslator:
             ort.InferenceSession(str(folder / f), options, providers=["CPUExecutionProvider"])
             for f in ("encoder.onnx", "step.onnx")
         ]
-        return cls(*sessions, meta["bos_id"], meta["eos_id"], meta.get("kind", "rnnsearch"))
+        kind, shape = meta.get("kind", "rnnsearch"), (meta.get("layers", 1), meta.get("heads", 1))
+        return cls(*sessions, meta["bos_id"], meta["eos_id"], kind, shape)
 
-    def greedy(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
+    def greedy(
+        self, src_ids: Sequence[int], max_len: int, edits: dict | None = None, hook_at: tuple[int, int] | None = None
+    ) -> tuple[list[int], np.ndarray]:
         """Token ids (without ``<eos>``) and the weights of every step: ``(steps, S)`` for RNNsearch,
-        ``(steps, layers, H, S)`` for the Transformer."""
+        ``(steps, layers, H, S)`` for the Transformer; ``edits`` and ``hook_at`` as in :meth:`decode`."""
+        decoded = self.decode(src_ids, max_len, edits, hook_at)
+        return decoded["ids"], decoded["weights"]
+
+    def decode(
+        self, src_ids: Sequence[int], max_len: int, edits: dict | None = None, hook_at: tuple[int, int] | None = None
+    ) -> dict:
+        """Greedy decoding, steered as the page steers it: ``edits`` maps a step ``t`` (0, 1, ...) to
+        the weights ``(S,)`` its attention uses instead of the model's (for the Transformer, those of
+        the head ``hook_at = (layer, head)``, or of every head of the layer with ``head=None``);
+        every other step decodes with the model's own.
+        Returns ``{"ids", "weights", "probs"}``: the ids (without ``<eos>``), every step's weights,
+        and every step's next-token distribution ``(steps, V)`` (softmax of the logits, as the page
+        shows its top 5)."""
+        edits = {int(t): np.asarray(w, dtype=np.float32) for t, w in (edits or {}).items()}
+        src = np.array([src_ids], dtype=np.int64)
         if self.kind == "transformer":
-            return self._greedy_transformer(src_ids, max_len)
-        states, keys, state = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
-        y, out, weights = self.bos_id, [], []
-        for _ in range(max_len):
+            if edits and hook_at is None:
+                raise ValueError(
+                    "edits on the Transformer need hook_at=(layer, head), the cross-attention they replace"
+                )
+            return self._decode_transformer(src, max_len, edits, hook_at)
+        states, keys, state = self.encoder.run(None, {"src": src})
+        y, out, weights, probs = self.bos_id, [], [], []
+        own = np.zeros((1, src.shape[1]), dtype=np.float32)
+        for t in range(max_len):
+            given = edits[t][None] if t in edits else own
+            use = np.array([1.0 if t in edits else 0.0], dtype=np.float32)
             logits, state, w = self.step.run(
-                None, {"y_prev": np.array([y], dtype=np.int64), "s_prev": state, "states": states, "keys": keys}
+                None,
+                {
+                    "y_prev": np.array([y], dtype=np.int64),
+                    "s_prev": state,
+                    "states": states,
+                    "keys": keys,
+                    "weights_in": given,
+                    "use": use,
+                },
             )
             y = int(logits[0].argmax())
             weights.append(w[0])
+            probs.append(_softmax(logits[0]))
             if y == self.eos_id:
                 break
             out.append(y)
-        return out, np.stack(weights)
+        return {"ids": out, "weights": np.stack(weights), "probs": np.stack(probs)}
 
-    def _greedy_transformer(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
-        (memory,) = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
-        prefix, weights = [self.bos_id], []
+    def _decode_transformer(self, src: np.ndarray, max_len: int, edits: dict, hook_at) -> dict:
+        (memory,) = self.encoder.run(None, {"src": src})
+        N, H = (int(d) for d in self.step_shape)
+        S = src.shape[1]
+        prefix, weights, probs = [self.bos_id], [], []
         for _ in range(max_len):
-            logits, cross = self.step.run(None, {"prefix": np.array([prefix], dtype=np.int64), "memory": memory})
+            T = len(prefix)
+            override = np.zeros((N, H, T, S), dtype=np.float32)
+            use = np.zeros((N, H, T), dtype=np.float32)
+            for k, w in edits.items():  # an edited position stays edited at every later step
+                if k < T:
+                    heads = slice(None) if hook_at[1] is None else hook_at[1]  # None: every head
+                    override[hook_at[0], heads, k] = w
+                    use[hook_at[0], heads, k] = 1.0
+            logits, cross = self.step.run(
+                None,
+                {"prefix": np.array([prefix], dtype=np.int64), "memory": memory, "override": override, "use": use},
+            )
             y = int(logits[0].argmax())
             weights.append(cross[0])
+            probs.append(_softmax(logits[0]))
             if y == self.eos_id:
                 break
             prefix.append(y)
-        return prefix[1:], np.stack(weights)
+        return {"ids": prefix[1:], "weights": np.stack(weights), "probs": np.stack(probs)}
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def steer(model: nn.Module, src_ids: Sequence[int], max_len: int, edits: dict, hook_at=None) -> dict:
+    """The torch model's greedy decoding of one source with ``edits`` (step -> weights ``(S,)``) in
+    place of its own attention at those steps, through its ``weights_hook``
+    (:func:`attention.models.decoding.greedy`; for the Transformer, the head ``hook_at = (layer,
+    head)``): what the page's steered decoding must give. Returns ``{"ids", "probs"}``: the ids
+    (without ``<eos>``) and the next-token distribution ``(steps, V)`` of every step."""
+    model = model.cpu().eval()
+    src = torch.tensor([list(src_ids)])
+    lengths = torch.tensor([len(src_ids)])
+    given = {int(t): torch.as_tensor(np.asarray(w, dtype=np.float32))[None] for t, w in edits.items()}
+    probs = []
+
+    def hook(own: Tensor, t: int) -> Tensor:
+        return given[t] if t in given else own
+
+    steered = {"weights_hook": hook, "hook_at": hook_at} if given else {}  # no edits: the model's own
+    with torch.no_grad():
+        out = decoding.greedy(model, src, lengths, max_len, **steered)
+        ids = out.tokens[0].tolist()
+        ids = ids[: ids.index(model.cfg.eos_id)] if model.cfg.eos_id in ids else ids
+        # the distributions: teacher forcing would not take the hook, so step again along the output
+        memory, state = model.encode(src, lengths)
+        y = torch.tensor([model.cfg.bos_id])
+        for t in range(out.tokens.shape[1]):
+            options = {"weights_hook": lambda w, t=t: hook(w, t)} if given else {}
+            options |= {"hook_at": hook_at} if given and hook_at is not None else {}
+            logits, state, _ = model.step(y, state, memory, **options)
+            probs.append(torch.softmax(logits[0], -1).numpy())
+            y = out.tokens[:, t]
+    return {"ids": ids, "probs": np.stack(probs)}
 
 
 def _onnxruntime():
@@ -417,6 +543,27 @@ def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, 
     }
 
 
+def steer_parity(
+    model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, max_len: int, hook_at=None
+) -> dict:
+    """Steered decoding through onnxruntime against the torch model's hook (:func:`steer`): on each
+    of ``pairs``, the first step's attention put all on the first source token, all on the last,
+    and spread uniformly. Returns ``{"edits", "same_output", "changed"}``: how many edited decodings,
+    the share whose outputs are identical, and the share where the edit changed the model's output."""
+    same = changed = n = 0
+    for pair in pairs:
+        ids = data.src_vocab.encode(pair.src)
+        S = len(ids)
+        own = translator.decode(ids, max_len)["ids"]
+        for row in (np.eye(S)[0], np.eye(S)[-1], np.full(S, 1 / S)):
+            edits = {0: row.astype(np.float32)}
+            mine = translator.decode(ids, max_len, edits, hook_at)["ids"]
+            same += mine == steer(model, ids, max_len, edits, hook_at)["ids"]
+            changed += mine != own
+            n += 1
+    return {"edits": n, "same_output": same / max(n, 1), "changed": changed / max(n, 1)}
+
+
 def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool = True, progress: bool = True) -> dict:
     """Export every playground model into ``out`` and write ``out/manifest.json``; with ``check``,
     measure parity on the test split (:func:`parity`) and store it in the manifest."""
@@ -436,6 +583,10 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
         if check:
             translator = OnnxTranslator.load(out / name)
             entry["parity"] = parity(model, data, translator, data.test, PLAYGROUND[name]["max_len"])
+            hook_at = (model.cfg.decoder_layers - 1, None) if translator.kind == "transformer" else None
+            entry["steered"] = steer_parity(
+                model, data, translator, data.test[:20], PLAYGROUND[name]["max_len"], hook_at
+            )
         entry["seconds"] = round(time.perf_counter() - start, 1)
         manifest["models"][name] = entry
         if progress:
@@ -445,7 +596,8 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
                 if not check
                 else (
                     f"; onnxruntime vs torch on {entry['parity']['sentences']} test sentences: tokens "
-                    f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}"
+                    f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}; "
+                    f"{entry['steered']['edits']} steered decodings {entry['steered']['same_output']:.0%} identical"
                 )
             )
             print(f"{name}: {size:.1f} MB{check_line}")

@@ -613,9 +613,10 @@ class Transformer(SequenceModel):
 
         ``weights_hook`` (default None: the model's own attention): ``weights (B, S) -> (B, S)``, the
         cross-attention weights of one head, ``hook_at = (layer, head)`` (0-based; a negative layer
-        counts from the top), in place of its own, between the softmax and the product with the
-        values (checked, :func:`~attention.models.seq2seq.check_weights`); the other heads and
-        layers compute as before, and the state caches what the edited step computed."""
+        counts from the top; ``head=None``: every head of the layer, each through the hook), in
+        place of its own, between the softmax and the product with the values (checked,
+        :func:`~attention.models.seq2seq.check_weights`); the other heads and layers compute as
+        before, and the state caches what the edited step computed."""
         check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         x = self.embed(y_prev[:, None], self.tgt_embed, start=state.position)  # (B, 1, E)
         padding = ~memory.mask  # (B, S), True = padding
@@ -630,14 +631,16 @@ class Transformer(SequenceModel):
         logits = self.output(self.decoder_norm(x[:, 0]))  # (B, V)
         return Step(logits, TransformerState(caches, state.cross_attn), weights.mean(1)[:, 0])  # (B, S)
 
-    def _check_hook_at(self, hook_at) -> tuple[int, int]:
+    def _check_hook_at(self, hook_at) -> tuple[int, int | None]:
         """``(layer, head)`` of the cross-attention a hook replaces, the layer made non-negative."""
         N, H = self.cfg.decoder_layers, self.cfg.num_heads
-        ok = isinstance(hook_at, tuple) and len(hook_at) == 2 and all(isinstance(v, int) for v in hook_at)
-        if not ok or not (-N <= hook_at[0] < N and 0 <= hook_at[1] < H):
+        ok = isinstance(hook_at, tuple) and len(hook_at) == 2 and isinstance(hook_at[0], int)
+        ok = ok and (hook_at[1] is None or (isinstance(hook_at[1], int) and 0 <= hook_at[1] < H))
+        if not ok or not -N <= hook_at[0] < N:
             raise ValueError(
                 f"weights_hook on the Transformer needs hook_at=(layer, head) with -{N} <= layer < {N} "
-                f"and 0 <= head < {H} (the cross-attention it replaces); got hook_at={hook_at!r}"
+                f"and 0 <= head < {H} or None for every head (the cross-attention it replaces); "
+                f"got hook_at={hook_at!r}"
             )
         return hook_at[0] % N, hook_at[1]
 
@@ -676,12 +679,19 @@ class Transformer(SequenceModel):
         return self
 
 
-def _replace_head(weights_hook: WeightsHook, head: int, keep: Tensor, weights: Tensor) -> Tensor:
-    """``weights (B, H, 1, S)`` with head ``head``'s row replaced by ``weights_hook``'s (checked
-    against ``keep (B, S)``, True = a real source position); the other heads are kept bit for bit."""
-    new = weights_hook(weights[:, head, 0])  # (B, S)
-    check_weights(new, keep, weights.dtype)
-    return torch.cat([weights[:, :head], new[:, None, None], weights[:, head + 1 :]], 1)  # (B, H, 1, S)
+def _replace_head(weights_hook: WeightsHook, head: int | None, keep: Tensor, weights: Tensor) -> Tensor:
+    """``weights (B, H, 1, S)`` with head ``head``'s row (every head's, when None) replaced by
+    ``weights_hook``'s (checked against ``keep (B, S)``, True = a real source position); the other
+    heads are kept bit for bit."""
+    rows = []
+    for h in range(weights.shape[1]):
+        if head is None or h == head:
+            new = weights_hook(weights[:, h, 0])  # (B, S)
+            check_weights(new, keep, weights.dtype)
+            rows.append(new[:, None, None])  # (B, 1, 1, S)
+        else:
+            rows.append(weights[:, h : h + 1])
+    return torch.cat(rows, 1)  # (B, H, 1, S)
 
 
 def _checked(hook: Callable[[Tensor, int], Tensor], layer: int, padding: Tensor | None, weights: Tensor) -> Tensor:
