@@ -697,8 +697,10 @@ def _replace_head(weights_hook: WeightsHook, head: int | None, keep: Tensor, wei
 def _checked(hook: Callable[[Tensor, int], Tensor], layer: int, padding: Tensor | None, weights: Tensor) -> Tensor:
     """``hook(weights (B, H, T, S), layer)``, checked to be a distribution over the real source
     positions (``padding (B, S)``, True = padding, or None) in every row."""
-    B, H, T, S = weights.shape
     new = hook(weights, layer)
+    if torch.jit.is_tracing():  # a traced graph cannot raise (the playground's export): nothing to check
+        return new
+    B, H, T, S = weights.shape
     keep = torch.ones(B, S, dtype=torch.bool, device=weights.device) if padding is None else ~padding  # (B, S)
     if not isinstance(new, Tensor) or new.shape != weights.shape:
         shape = tuple(new.shape) if isinstance(new, Tensor) else type(new).__name__
