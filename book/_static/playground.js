@@ -310,7 +310,10 @@
     run.edit = edit;
     $(".pg-steered").dataset.tokens = "";
     const start = performance.now();
-    const steered = await decode(run.m, run.srcIds, edit);
+    let steered;
+    try {
+      steered = await decode(run.m, run.srcIds, edit);
+    } catch (err) { status("Decoding with these weights failed: " + err.message, "error"); return; }
     if (last !== run || run.edit !== edit) return;  // another translation or edit came since
     run.steered = { ...steered, what, outTokens: steered.out.map((k) => run.m.vocab.tgt[k]) };
     drawSteered();
@@ -383,9 +386,18 @@
         picker.appendChild(o);
       }
       await load(picker.value);
-      picker.addEventListener("change", () => { showExamples(picker.value); showParity(picker.value); });
+      picker.addEventListener("change", () => {
+        last = null;  // the output, map and steering shown were the other model's
+        $(".pg-output").textContent = "";
+        $(".pg-output").dataset.tokens = "";
+        $(".pg-map").replaceChildren();
+        $(".pg-step").textContent = "";
+        $(".pg-steer").hidden = true;
+        showExamples(picker.value);
+        showParity(picker.value);
+      });
       $(".pg-go").addEventListener("click", translate);
-      const rechoose = () => { if (!last) return; redraw(); pick(last.t); };  // another layer or head to edit
+      const rechoose = () => { if (!last) return; redraw(); if (last.outTokens.length) pick(last.t); };  // another layer or head to edit
       $(".pg-layer").addEventListener("change", rechoose);
       $(".pg-head").addEventListener("change", rechoose);
       $(".pg-uniform").addEventListener("click", () => steer(last.src.map(() => 1 / last.src.length), "uniform"));
