@@ -20,6 +20,11 @@ and copy their weights (``load_torch_weights``), so chapter 6 can show that the 
 Teacher forcing computes every target position at once under a causal mask; decoding
 (greedy, beam search) feeds one token per :meth:`Transformer.step` and keeps each decoder
 layer's keys and values in a :class:`TransformerState`.
+
+``Transformer.step(..., weights_hook=f, hook_at=(layer, head))`` puts other weights in place of one
+cross-attention head's (or, ``head=None``, every head's of that layer), between the softmax and the
+product with the values, as ``Seq2Seq.step`` does for RNNsearch (chapter 10, the playground);
+``decoder_stack(..., cross_weights_hook=)`` does it for every position of a prefix.
 """
 
 from __future__ import annotations
