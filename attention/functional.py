@@ -17,6 +17,7 @@ Chapter 4 (``book/04-scores.md``) derives this; chapter 7 reads it as memory add
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -54,7 +55,12 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
 
 
 def attend(
-    scores: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, training: bool = False
+    scores: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    training: bool = False,
+    weights_hook: Callable[[Tensor], Tensor] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Turn scores into weights and weights into a weighted sum of values.
 
@@ -63,10 +69,14 @@ def attend(
         value: ``(..., S, Dv)``.
         mask: keep mask broadcastable to ``scores`` (see module docstring).
         dropout_p: dropout on the weights (Vaswani et al. 2017, §5.4).
+        weights_hook: ``weights (..., L, S) -> (..., L, S)``, other weights in place of the
+            softmax's, between the softmax and the product (unchecked here: the callers that take
+            one from a reader check it; chapter 10 and the playground steer a decoder with it).
+            None, the default, changes nothing.
 
     Returns:
         ``(output (..., L, Dv), weights (..., L, S))``; the weights are the
-        ones before dropout, the distribution a chapter plots.
+        ones before dropout, the distribution a chapter plots (the hook's, when given).
     """
     if value.dim() < 2 or scores.shape[-1] != value.shape[-2]:
         raise ValueError(
@@ -74,6 +84,8 @@ def attend(
             f"scores {tuple(scores.shape)}, value {tuple(value.shape)}"
         )
     weights = masked_softmax(scores, mask)  # (..., L, S)
+    if weights_hook is not None:
+        weights = weights_hook(weights)  # (..., L, S)
     used = F.dropout(weights, p=dropout_p, training=training) if dropout_p > 0 else weights
     output = used @ value  # (..., L, Dv)
     return output, weights
@@ -89,6 +101,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     training: bool = False,
     fused: bool = False,
+    weights_hook: Callable[[Tensor], Tensor] | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """``softmax(Q Kᵀ / √d) V`` (Vaswani et al. 2017, Eq. 1), explicit or fused.
 
@@ -100,6 +113,7 @@ def scaled_dot_product_attention(
             as the flag, not as a mask; otherwise the mask is built (:func:`~attention.masks.causal_mask`).
         scale: defaults to ``1 / sqrt(D)``.
         fused: use ``F.scaled_dot_product_attention`` (no weights returned).
+        weights_hook: other weights in place of the softmax's (:func:`attend`); explicit path only.
 
     Returns:
         ``(output (..., L, Dv), weights (..., L, S) or None when fused)``.
@@ -108,6 +122,8 @@ def scaled_dot_product_attention(
         raise ValueError(
             f"query (..., L, D) and key (..., S, D) need the same D: query {tuple(query.shape)}, key {tuple(key.shape)}"
         )
+    if fused and weights_hook is not None:
+        raise ValueError("weights_hook replaces the weights, which the fused path never forms: use fused=False")
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     p = dropout_p if training else 0.0
@@ -120,7 +136,7 @@ def scaled_dot_product_attention(
         attn_mask = causal if attn_mask is None else _intersect(attn_mask, causal)
     if not fused:
         scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
-        return attend(scores, value, attn_mask, dropout_p, training)
+        return attend(scores, value, attn_mask, dropout_p, training, weights_hook)
     _check_broadcast(attn_mask.shape, query.shape[:-1] + (S,), "attn_mask", "(..., L, S)")
     # PyTorch's kernels return NaN for a query with no admissible key. Open one
     # key for such rows so the kernel stays finite, then zero their output.

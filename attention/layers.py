@@ -11,6 +11,7 @@ converts them once for the functional core. Layers return ``(output, weights)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -147,11 +148,15 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None = None,
         average_attn_weights: bool = True,
         is_causal: bool = False,
+        weights_hook: Callable[[Tensor], Tensor] | None = None,
     ) -> tuple[Tensor, Tensor | None]:
+        """``weights_hook`` (default None): ``weights (B, H, L, S) -> (B, H, L, S)``, other weights in
+        place of the softmax's, before they weigh the values (:func:`~attention.functional.attend`;
+        the explicit path; the Transformer's decoder steers its cross-attention with it)."""
         self._check(query, key, value)
         B, L, E = query.shape
         S, H, D = key.shape[1], self.num_heads, self.head_dim
-        fused = self.fused and not need_weights
+        fused = self.fused and not need_weights and weights_hook is None
         # causal and nothing else: the fused kernel gets PyTorch's is_causal flag, not a mask
         flag_only = fused and is_causal and key_padding_mask is None and attn_mask is None
         keep = to_keep_mask(
@@ -176,7 +181,7 @@ class MultiHeadAttention(nn.Module):
         else:
             # readable path: scores, masked softmax, weighted sum
             scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, L, S)
-            heads, weights = attend(scores, v, keep, self.dropout, self.training)
+            heads, weights = attend(scores, v, keep, self.dropout, self.training, weights_hook)
         out = heads.transpose(1, 2).reshape(B, L, E)  # (B, L, H*D) = (B, L, E)
         out = self.out_proj(out)
         if not need_weights:

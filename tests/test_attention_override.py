@@ -1,6 +1,7 @@
 """The decoders' one override of their attention weights (``weights_hook``): between the softmax and
-the context, in ``Seq2Seq.step``, ``LuongSeq2Seq.step`` (global attention) and ``decoding.greedy``;
-what ``explain.decoder_report`` decodes with (chapter 10)."""
+the context, in ``Seq2Seq.step``, ``LuongSeq2Seq.step`` (global attention), ``Transformer.step``
+(one cross-attention head, ``hook_at=(layer, head)``) and ``decoding.greedy``; what
+``explain.decoder_report`` decodes with (chapter 10) and the playground steers."""
 
 import re
 from pathlib import Path
@@ -11,9 +12,11 @@ import torch
 
 from attention import explain as fa
 from attention.data import Pair, Vocab, collate
+from attention.functional import scaled_dot_product_attention
 from attention.models import LuongConfig, LuongSeq2Seq, Seq2Seq, Seq2SeqConfig, Transformer, TransformerConfig
 from attention.models.decoding import greedy
 from attention.models.seq2seq import check_weights, override_attention
+from attention.models.transformer import attend_cached
 
 ROOT = Path(__file__).resolve().parents[1]
 V_SRC, V_TGT = 11, 9
@@ -167,10 +170,15 @@ def test_models_without_weights_to_replace_refuse_a_hook(device):
         greedy(luong(device, local="m", window=2), src, lengths, max_len=3, weights_hook=identity)
     with pytest.raises(ValueError, match="global attention; .*attention=None"):
         greedy(luong(device, attention=None), src, lengths, max_len=3, weights_hook=identity)
-    torch.manual_seed(0)
-    cfg = TransformerConfig(V_SRC, V_TGT, d_model=8, num_heads=2, num_layers=1, d_ff=16)
-    with pytest.raises(ValueError, match="weights_hook needs a model whose step.*got Transformer"):
-        greedy(Transformer(cfg).to(device), src, lengths, max_len=3, weights_hook=identity)
+
+    class NoHook:  # a decoder whose step takes no weights_hook (the nested model, a captioner)
+        def step(self, y_prev, state, memory):  # pragma: no cover - never reached
+            raise AssertionError
+
+    with pytest.raises(ValueError, match="weights_hook needs a model whose step.*got NoHook"):
+        greedy(NoHook(), src, lengths, max_len=3, weights_hook=identity)
+    with pytest.raises(ValueError, match="hook_at chooses a Transformer's .*Seq2Seq has one attention"):
+        greedy(rnnsearch(device), src, lengths, max_len=3, weights_hook=identity, hook_at=(0, 0))
 
 
 def test_decoder_report_with_the_identity_transform_matches_exactly(device, monkeypatch):
@@ -205,3 +213,146 @@ def test_the_rederived_twins_are_gone():
         assert not hasattr(fa, name) and name not in fa.__all__
         for path in (ROOT / "attention").rglob("*.py"):
             assert f"def {name}" not in path.read_text(encoding="utf-8"), path
+
+
+# --------------------------------------------------------------------------- the Transformer
+
+
+def transformer(device, layers=2, heads=2):
+    torch.manual_seed(0)
+    cfg = TransformerConfig(V_SRC, V_TGT, d_model=8, num_heads=heads, num_layers=layers, d_ff=16, dropout=0.1)
+    return Transformer(cfg).to(device).eval()
+
+
+@pytest.mark.parametrize("hook_at", [(0, 0), (1, 1), (-1, 0), (0, None)])
+def test_the_transformers_own_head_weights_through_the_hook_change_nothing(device, hook_at):
+    model = transformer(device)
+    src, lengths = padded_batch(device)
+    plain = greedy(model, src, lengths, max_len=7)
+    hooked = greedy(model, src, lengths, max_len=7, weights_hook=identity, hook_at=hook_at)
+    assert torch.equal(hooked.tokens, plain.tokens)
+    torch.testing.assert_close(hooked.attention, plain.attention, atol=1e-6, rtol=0)
+    with torch.no_grad():
+        memory, state = model.encode(src, lengths)
+        hooked_state = state
+        y = torch.full((3,), model.cfg.bos_id, device=device)
+        for t in range(plain.tokens.shape[1]):
+            a = model.step(y, state, memory)
+            b = model.step(y, hooked_state, memory, weights_hook=lambda w: w, hook_at=hook_at)
+            torch.testing.assert_close(b.logits, a.logits, atol=1e-6, rtol=0)
+            if device == "cpu":
+                assert torch.equal(b.logits, a.logits) and torch.equal(b.weights, a.weights)
+            state, hooked_state, y = a.state, b.state, plain.tokens[:, t]
+
+
+def test_one_head_on_one_source_word_reads_that_words_value_and_leaves_the_other_heads(device):
+    model = transformer(device, layers=1, heads=2)
+    src, lengths = padded_batch(device)
+    memory, state = model.encode(src, lengths)
+    positions = torch.tensor([4, 2, 0], device=device)
+    one_hot = torch.nn.functional.one_hot(positions, src.shape[1]).float()  # (B, S)
+    y = torch.full((3,), model.cfg.bos_id, device=device)
+    seen = {}
+
+    def spy(w):  # the cross weights of the whole layer, after the replacement: (B, H, 1, S)
+        seen["w"] = w
+        return w
+
+    with torch.no_grad():
+        own = model.step(y, state, memory)
+        step = model.step(y, state, memory, weights_hook=lambda w: one_hot, hook_at=(0, 1))
+    # the step returns the last layer's mean over heads: head 0 its own, head 1 the one-hot row
+    layer = model.decoder_layers[0]
+    with torch.no_grad():
+        x = model.embed(y[:, None], model.tgt_embed)
+        h, _ = layer.self_residual(x, lambda h: (layer.self_attn(h, h, h, need_weights=False)[0], None))
+        _, own_w = layer.cross_attn(
+            h, memory.states, memory.states, key_padding_mask=~memory.mask, average_attn_weights=False
+        )  # (B, H, 1, S)
+    torch.testing.assert_close(step.weights, (own_w[:, 0, 0] + one_hot) / 2)
+    torch.testing.assert_close(own.weights, own_w[:, :, 0].mean(1))
+    assert not torch.equal(step.logits, own.logits)
+    with torch.no_grad():  # every head of the layer: their mean is the row
+        every = model.step(y, state, memory, weights_hook=lambda w: one_hot, hook_at=(0, None))
+    torch.testing.assert_close(every.weights, one_hot)
+    # the head's output is that word's value: attend_cached with every head one-hot
+    kv = state.cross_attn[0]
+    with torch.no_grad():
+        _, w = attend_cached(
+            layer.cross_attn,
+            h,
+            kv,
+            ~memory.mask,
+            need_weights=True,
+            weights_hook=lambda w: spy(one_hot[:, None, None].expand_as(w)),
+        )
+        out, _ = attend_cached(
+            layer.cross_attn,
+            h,
+            kv,
+            ~memory.mask,
+            need_weights=True,
+            weights_hook=lambda w: one_hot[:, None, None].expand_as(w),
+        )
+        values = kv.values[torch.arange(3), :, positions]  # (B, H, D)
+        expected = layer.cross_attn.out_proj(values.reshape(3, 1, -1))  # (B, 1, E)
+    torch.testing.assert_close(out, expected)
+    assert torch.equal(seen["w"], w)
+
+
+def test_the_prefix_with_the_edit_at_its_position_is_the_cached_decoding_with_the_hook(device):
+    """What the playground's exported step computes (the whole prefix, the edited row at its
+    position, at every later step) equals cached greedy decoding with the hook at that step."""
+    model = transformer(device)
+    src, lengths = padded_batch(device)
+    S = src.shape[1]
+    t_edit, (layer, head) = 1, (0, 1)
+    edit = (torch.arange(S, device=device)[None] < lengths[:, None]).float()
+    edit = edit / edit.sum(-1, keepdim=True)  # uniform over each sentence's words
+
+    def hook(w, t):
+        return edit if t == t_edit else w
+
+    out = greedy(model, src, lengths, max_len=6, weights_hook=hook, hook_at=(layer, head))
+    memory, _ = model.encode(src, lengths)
+
+    def prefix_hook(w, i):  # (B, H, T, S)
+        if i != layer or w.shape[2] <= t_edit:
+            return w
+        w = w.clone()
+        w[:, head, t_edit] = edit
+        return w
+
+    bos = torch.full((3, 1), model.cfg.bos_id, device=device)
+    prefix = torch.cat([bos, out.tokens[:, :-1]], 1)  # (B, T)
+    with torch.no_grad():
+        hidden, _, cross = model.decoder_stack(
+            model.embed(prefix, model.tgt_embed), memory.states, ~memory.mask, True, cross_weights_hook=prefix_hook
+        )
+        logits = model.output(hidden)  # (B, T, V)
+    real = torch.cat([torch.ones_like(out.tokens[:, :1]), out.tokens[:, :-1] != model.cfg.eos_id], 1).cumprod(1)
+    argmax = logits.argmax(-1)
+    assert torch.equal(argmax[real.bool()], out.tokens[real.bool()])
+    torch.testing.assert_close(cross[-1].mean(1)[real.bool()], out.attention[real.bool()], atol=1e-5, rtol=0)
+
+
+def test_the_transformer_refuses_a_hook_without_a_head_or_with_bad_weights(device):
+    model = transformer(device)
+    src, lengths = padded_batch(device)
+    memory, state = model.encode(src, lengths)
+    y = torch.full((3,), model.cfg.bos_id, device=device)
+    for hook_at in (None, (2, 0), (0, 2), (-3, 0), [0, 0], (0.0, 1), (None, 0)):
+        with pytest.raises(ValueError, match=r"hook_at=\(layer, head\) with -2 <= layer < 2 and 0 <= head < 2"):
+            model.step(y, state, memory, weights_hook=lambda w: w, hook_at=hook_at)
+    with pytest.raises(ValueError, match=r"weight on padding .*row 1 \(source length 3\)"):
+        model.step(y, state, memory, weights_hook=lambda w: torch.full_like(w, 1 / 6), hook_at=(0, 0))
+    with pytest.raises(ValueError, match=re.escape("(B, S) = (3, 6); got (3, 5)")):
+        model.step(y, state, memory, weights_hook=lambda w: w[:, :5], hook_at=(1, 1))
+    x = model.embed(y[:, None], model.tgt_embed)
+    with pytest.raises(ValueError, match=r"cross_weights_hook must return weights \(B, H, T, S\)"):
+        model.decoder_stack(x, memory.states, ~memory.mask, cross_weights_hook=lambda w, i: w[:, :1])
+    with pytest.raises(ValueError, match="cross_weights_hook returned negative weights"):
+        model.decoder_stack(x, memory.states, ~memory.mask, cross_weights_hook=lambda w, i: -w)
+    with pytest.raises(ValueError, match="fused path never forms"):
+        q = torch.randn(1, 2, 3, 4)
+        scaled_dot_product_attention(q, q, q, fused=True, weights_hook=lambda w: w)

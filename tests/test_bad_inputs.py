@@ -21,7 +21,7 @@ import attention.addressing as ntm
 from attention import bleu, checkpoints, metrics
 from attention import experiments as ex
 from attention.addressing import content_weights, interpolate, sharpen, shift
-from attention.book import webexport
+from attention.book import webexport, webparity
 from attention.book.chapters import ch07
 from attention.book.exercises import EXERCISES, verdict
 from attention.checkpoints import CheckpointError, load_checkpoint
@@ -238,7 +238,7 @@ def test_bleu_of_strings_refuses_token_lists_and_says_to_pass_strings():
 
 def test_parity_counts_two_empty_outputs_as_agreeing(monkeypatch):
     monkeypatch.setattr(
-        webexport,
+        webparity,  # where parity decodes with the torch model
         "translate",
         lambda model, pairs, data, max_len: [SimpleNamespace(hypothesis=[], attention=None) for _ in pairs],
     )

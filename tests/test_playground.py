@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from babel.dates import format_date
@@ -76,6 +77,39 @@ def test_the_exported_date_models_decode_like_pytorch(name, tmp_path):
     else:
         assert meta["kind"] == "rnnsearch" and weights.shape[1:] == (len(data.test[0].src),)
     torch.testing.assert_close(torch.from_numpy(weights).sum(-1), torch.ones(weights.shape[:-1]))
+    _steered_like_pytorch(model, data, translator, name)
+
+
+def _steered_like_pytorch(model, data, translator, name):
+    """The step graphs take the weights: the model's own weights fed back give its own output, and
+    an edited step (all the weight on one source token, at step 0 or 1) gives, through ONNX, the
+    tokens and next-token probabilities of the torch model with the same override (its hook)."""
+    hook_at = (model.cfg.decoder_layers - 1, None) if name == "dates-transformer" else None  # every head
+    changed = 0
+    for pair in data.test[:6]:
+        ids = data.src_vocab.encode(pair.src)
+        own = translator.decode(ids, 12)
+        theirs = webexport.steer(model, ids, 12, {})
+        assert own["ids"] == theirs["ids"]
+        np.testing.assert_allclose(own["probs"], theirs["probs"], atol=1e-4)
+        first = own["weights"][0] if hook_at is None else own["weights"][0][hook_at[0], 1]
+        head = None if hook_at is None else (hook_at[0], 1)  # one head, as the model had it
+        assert translator.decode(ids, 12, {0: first}, head)["ids"] == own["ids"]  # "as the model had it"
+        for t, pos in ((0, 0), (1, len(ids) - 1)):
+            edits = {t: np.eye(len(ids), dtype=np.float32)[pos]}
+            mine = translator.decode(ids, 12, edits, hook_at)
+            ref = webexport.steer(model, ids, 12, edits, hook_at)
+            assert mine["ids"] == ref["ids"], (pair.src, edits, mine["ids"], ref["ids"])
+            np.testing.assert_allclose(mine["probs"], ref["probs"], atol=1e-4)
+            w = mine["weights"][t] if hook_at is None else mine["weights"][t][hook_at[0]]  # (S,) or (H, S)
+            np.testing.assert_allclose(w, np.broadcast_to(edits[t], w.shape), atol=1e-6)  # the weights it used
+            changed += mine["ids"] != own["ids"]
+    assert changed, "no edit changed any output: the override does not reach the decoder"
+    with pytest.raises(ValueError, match="hook_at"):
+        if name == "dates-transformer":
+            translator.decode(ids, 12, {0: first})
+        else:
+            raise ValueError("RNNsearch has one attention: no hook_at")
 
 
 def _built_manifest():
@@ -95,6 +129,8 @@ def test_the_sites_models_equal_pytorch_on_the_whole_test_split():
         assert p["token_agreement"] >= 0.99, (name, p)
         assert p["max_weight_diff"] <= 1e-4, (name, p)
         assert p["sentences"] >= 100, (name, p)
+        steered = entry["steered"]  # the first step edited three ways on 20 test sentences
+        assert steered["edits"] == 60 and steered["same_output"] == 1.0, (name, steered)
 
 
 def test_the_playground_adds_under_30_mb_to_the_site():

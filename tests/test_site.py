@@ -566,3 +566,109 @@ def test_playground_translates_like_the_python_model(open_page, model):
     page.click(".pg-go")
     assert "first" in page.locator(".pg-status").inner_text()
     assert not log.problems(), log.problems()
+
+
+@functools.lru_cache(maxsize=None)
+def _python_model(name: str):
+    from attention.book import webexport
+
+    return webexport.playground_model(name)
+
+
+def _first_edit_that_changes(name: str, example: dict, hook_at) -> tuple[int, int] | None:
+    """The first (step, source position) whose all-the-weight-there edit changes the Python model's
+    output on ``example``, or None."""
+    import numpy as np
+
+    from attention.book import webexport
+
+    model, data = _python_model(name)
+    ids, S = data.src_vocab.encode(example["tokens"]), len(example["tokens"])
+    max_len = webexport.PLAYGROUND[name]["max_len"]
+    for t in range(len(example["output"])):
+        for pos in range(S):
+            edit = {t: np.eye(S, dtype=np.float32)[pos]}
+            if webexport.steer(model, ids, max_len, edit, hook_at)["ids"] != data.tgt_vocab.encode(example["output"]):
+                return t, pos
+    return None
+
+
+def _steered_in_the_page(page) -> list[str]:
+    page.wait_for_function("() => document.querySelector('.pg-steered').dataset.tokens", timeout=30_000)
+    return json.loads(page.locator(".pg-steered").get_attribute("data-tokens"))
+
+
+@pytest.mark.parametrize("model", ["dates", "hsk", "dates-transformer"])
+def test_playground_steers_like_the_python_model(open_page, model):
+    """Edit a step's attention in the page (all the weight on one source token, uniform, as the
+    model had it, the sliders; for the Transformer every head of the last layer, then one head):
+    the page's new output and its top 5 next tokens at the edited step are those of the Python
+    model given the same weights through its hook (``webexport.steer``), the model's own output
+    stays beside it, the page was ready in under 2 s, and no request leaves the site."""
+    import numpy as np
+
+    from attention.book import webexport
+
+    page, log = open_page(PLAYGROUND_PAGE)
+    root = page.locator("#playground")
+    page.wait_for_function(
+        "() => ['true', 'error'].includes(document.getElementById('playground').dataset.ready)", timeout=60_000
+    )
+    assert root.get_attribute("data-ready") == "true", page.locator(".pg-status").inner_text()
+    assert int(root.get_attribute("data-load-ms")) < 2000, root.get_attribute("data-load-ms")
+    page.select_option(".pg-model", model)
+    python, data = _python_model(model)
+    transformer = model == "dates-transformer"
+    hook_at = (python.cfg.decoder_layers - 1, None) if transformer else None  # the page's default: every head
+    examples = _playground_examples(model)
+    found = next(((ex, e) for ex in examples[:3] if (e := _first_edit_that_changes(model, ex, hook_at))), None)
+    assert found, f"no edit of one step changes {model}'s output on its first examples"
+    example, (t, pos) = found
+    ids, S = data.src_vocab.encode(example["tokens"]), len(example["tokens"])
+    max_len = webexport.PLAYGROUND[model]["max_len"]
+
+    def expected(weights, at=hook_at) -> tuple[list[str], list[str]]:
+        ref = webexport.steer(python, ids, max_len, {t: np.asarray(weights, dtype=np.float32)}, at)
+        top = np.argsort(-ref["probs"][t], kind="stable")[:5]
+        return data.tgt_vocab.decode(ref["ids"]), [data.tgt_vocab.itos[i] for i in top]
+
+    def shown_top(sel: str) -> list[str]:
+        return [li.get_attribute("data-token") for li in page.locator(sel + " li").all()]
+
+    page.fill(".pg-input", example["text"])
+    page.click(".pg-go")
+    page.wait_for_function("() => document.querySelector('.pg-output').dataset.tokens", timeout=30_000)
+    assert json.loads(page.locator(".pg-output").get_attribute("data-tokens")) == example["output"]
+    if transformer:
+        assert page.locator(".pg-layer").input_value() == str(python.cfg.decoder_layers - 1)
+        assert page.locator(".pg-head").input_value() == "mean"
+    page.locator(".pg-map .pg-heatmap tbody tr").nth(t).click()
+    assert page.locator(".pg-steer").is_visible()
+    assert page.locator(".pg-target").all_inner_texts() == example["tokens"]
+    page.locator(".pg-target").nth(pos).click()
+    tokens, top = expected(np.eye(S)[pos])
+    assert _steered_in_the_page(page) == tokens != example["output"], (example["text"], t, pos)
+    assert shown_top(".pg-topk-new") == top
+    assert json.loads(page.locator(".pg-output").get_attribute("data-tokens")) == example["output"]  # its own, beside
+    assert len(shown_top(".pg-topk-own")) == 5 and shown_top(".pg-topk-own")[0] == example["output"][t]
+    assert page.locator(".pg-steer-map .pg-heatmap tbody tr").count() == len(tokens)
+    page.click(".pg-uniform")
+    tokens, top = expected(np.full(S, 1 / S))
+    assert _steered_in_the_page(page) == tokens and shown_top(".pg-topk-new") == top
+    page.click(".pg-own")
+    assert _steered_in_the_page(page) == example["output"]
+    if model == "dates":  # drag: the sliders' values over their sum
+        values = [300] + [0] * (S - 2) + [700] if S > 1 else [1000]
+        sliders = page.locator(".pg-slider input")
+        for i, v in enumerate(values):
+            sliders.nth(i).evaluate("(el, v) => { el.value = String(v); }", v)
+        sliders.nth(0).dispatch_event("change")  # what letting go of a slider sends
+        tokens, top = expected(np.asarray(values, dtype=np.float64) / sum(values))
+        assert _steered_in_the_page(page) == tokens and shown_top(".pg-topk-new") == top
+    if transformer:  # one head of the last layer
+        page.select_option(".pg-head", "1")
+        page.locator(".pg-target").nth(pos).click()
+        tokens, top = expected(np.eye(S)[pos], at=(python.cfg.decoder_layers - 1, 1))
+        assert _steered_in_the_page(page) == tokens and shown_top(".pg-topk-new") == top
+        assert "head 2" in page.locator(".pg-steer-step").inner_text()
+    assert not log.problems(), log.problems()

@@ -10,13 +10,22 @@ tokenizer, examples with the torch model's own outputs), plus ``<out>/manifest.j
 ``book/playground.md`` runs them with onnxruntime-web, greedy decoding written in JavaScript the
 way :func:`attention.models.decoding.greedy` decodes.
 
+**Steering.** The legacy ONNX tracer has no optional inputs, so each step graph always takes the
+weights a reader may impose, and a 0/1 switch, and mixes ``use · given + (1 − use) · own``
+through the model's own ``weights_hook`` (one graph: switched off, it is the model's step):
+RNNsearch's step takes ``weights_in (1, S)`` and ``use (1,)``, the Transformer's ``override
+(layers, H, T, S)`` and ``use (layers, H, T)``, one row per layer, head and prefix position, so a
+step edited once stays edited when later steps recompute the prefix. The graphs check nothing
+(``check_weights`` is skipped under tracing); the page checks what it feeds.
+
 The models are the chapters' own, kept with the package: chapter 3's date RNNsearch
 (``attention/results/models/kept-dates-rnnsearch.pt``, :func:`attention.experiments.fit_kept`), chapter
 3's Chinese→English RNNsearch of the record ``dictionary`` (HSK and CC-CEDICT, trained to convergence,
 seed 0: :func:`attention.studies.dictionary.dictionary_model`), and the date Transformer of chapter
 10's alignment record (chapter 6's model, seed 0). Parity is measured, not assumed: :func:`parity` decodes the test split with
 onnxruntime (Python) and with the torch model and reports the token agreement and the largest
-difference of the attention weights.
+difference of the attention weights; :func:`steer_parity` does the same for steered decodings
+(both in :mod:`attention.book.webparity`, with :class:`OnnxTranslator`, and re-exported here).
 """
 
 from __future__ import annotations
@@ -24,11 +33,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import torch
 from babel.dates import format_date
 from torch import Tensor, nn
@@ -40,8 +47,19 @@ from ..experiments import dates_data, load_kept, translate
 from ..models.interface import EncoderMemory
 from ..studies.alignment import ALIGNMENT, alignment_model_path
 from ..studies.dictionary import dictionary_model
+from .webparity import OnnxTranslator, parity, steer, steer_parity
 
-__all__ = ["PLAYGROUND", "playground_model", "export_model", "OnnxTranslator", "parity", "tokenize", "export_web"]
+__all__ = [
+    "PLAYGROUND",
+    "playground_model",
+    "export_model",
+    "OnnxTranslator",
+    "parity",
+    "steer",
+    "steer_parity",
+    "tokenize",
+    "export_web",
+]
 
 #: name -> what the page shows; the recipe is the chapter's (the model cache key depends on it)
 PLAYGROUND = {
@@ -146,17 +164,22 @@ class _Encoder(nn.Module):
 
 
 class _Step(nn.Module):
-    """:meth:`Seq2Seq.step` for one sentence: ``y_prev (1,)``, ``s_prev (1, Hd)``, states, keys ->
-    logits ``(1, V)``, ``s_t``, weights ``(1, S)``."""
+    """:meth:`Seq2Seq.step` for one sentence: ``y_prev (1,)``, ``s_prev (1, Hd)``, states, keys,
+    ``weights (1, S)``, ``use (1,)`` -> logits ``(1, V)``, ``s_t``, the weights used ``(1, S)``.
+
+    The step always goes through the model's ``weights_hook``, which mixes ``use · weights +
+    (1 − use) · α_t``: with ``use = 0`` the model's own weights (the graph has no optional
+    inputs), with ``use = 1`` the reader's. The page checks the weights it feeds; the graph cannot
+    (``check_weights`` checks nothing under tracing)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, y_prev: Tensor, s_prev: Tensor, states: Tensor, keys: Tensor):
+    def forward(self, y_prev: Tensor, s_prev: Tensor, states: Tensor, keys: Tensor, weights: Tensor, use: Tensor):
         keep = torch.ones_like(states[:, :, 0], dtype=torch.bool)  # (1, S): every position is real
         memory = EncoderMemory(states, keep, keep.sum(1), keys=keys)
-        step = self.model.step(y_prev, s_prev, memory)
+        step = self.model.step(y_prev, s_prev, memory, weights_hook=lambda own: use * weights + (1 - use) * own)
         return step.logits, step.state, step.weights
 
 
@@ -175,15 +198,29 @@ class _TransformerEncoder(nn.Module):
 class _TransformerStep(nn.Module):
     """One decoding step of the Transformer over the whole prefix ``(1, T)`` (causal, so the last
     position is what a cached step computes): its logits ``(1, V)`` and the cross-attention of the
-    last position in every layer and head, ``(1, layers, H, S)``."""
+    last position in every layer and head, ``(1, layers, H, S)``.
+
+    ``override (layers, H, T, S)`` and ``use (layers, H, T)`` steer it: where ``use`` is 1, that
+    layer's head reads the memory with ``override``'s row at that position instead of its own
+    (``decoder_stack(cross_weights_hook=)``, mixed ``use · override + (1 − use) · own``, so zeros
+    everywhere decode as the model does). A row edited at step ``t`` stays edited at every later
+    step, which recomputes position ``t``: what cached decoding with ``Transformer.step``'s hook
+    at step ``t`` computes."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, prefix: Tensor, memory: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, prefix: Tensor, memory: Tensor, override: Tensor, use: Tensor) -> tuple[Tensor, Tensor]:
         m = self.model
-        hidden, _, cross = m.decoder_stack(m.embed(prefix, m.tgt_embed), memory, need_weights=True)
+
+        def steer(own: Tensor, layer: int) -> Tensor:  # own (1, H, T, S)
+            u = use[layer][None, :, :, None]  # (1, H, T, 1)
+            return u * override[layer][None] + (1 - u) * own
+
+        hidden, _, cross = m.decoder_stack(
+            m.embed(prefix, m.tgt_embed), memory, need_weights=True, cross_weights_hook=steer
+        )
         return m.output(hidden[:, -1]), torch.stack([c[:, :, -1] for c in cross], 1)
 
 
@@ -201,15 +238,24 @@ def _export_transformer(model: nn.Module, src: Tensor, folder: Path) -> None:
             dynamic_axes={"src": {1: "S"}, "memory": {1: "S"}},
         )
         prefix = torch.tensor([[model.cfg.bos_id, model.cfg.bos_id]])
+        N, H, S = model.cfg.decoder_layers, model.cfg.num_heads, src.shape[1]
+        override = torch.full((N, H, 2, S), 1 / S)  # (layers, H, T, S)
+        use = torch.zeros(N, H, 2)  # (layers, H, T)
         torch.onnx.export(
             _TransformerStep(model),
-            (prefix, memory),
+            (prefix, memory, override, use),
             folder / "step.onnx",
-            input_names=["prefix", "memory"],
+            input_names=["prefix", "memory", "override", "use"],
             output_names=["logits", "cross"],
             opset_version=17,
             dynamo=False,
-            dynamic_axes={"prefix": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}},
+            dynamic_axes={
+                "prefix": {1: "T"},
+                "memory": {1: "S"},
+                "override": {2: "T", 3: "S"},
+                "use": {2: "T"},
+                "cross": {3: "S"},
+            },
         )
 
 
@@ -289,15 +335,16 @@ def _export_rnnsearch(model: nn.Module, src: Tensor, folder: Path) -> None:
             dynamic_axes={"src": {1: "S"}, "states": {1: "S"}, "keys": {1: "S"}},
         )
         y = torch.tensor([model.cfg.bos_id])
+        weights = torch.full((1, src.shape[1]), 1 / src.shape[1])  # (1, S)
         torch.onnx.export(
             _Step(model),
-            (y, s0, states, keys),
+            (y, s0, states, keys, weights, torch.zeros(1)),
             folder / "step.onnx",
-            input_names=["y_prev", "s_prev", "states", "keys"],
+            input_names=["y_prev", "s_prev", "states", "keys", "weights_in", "use"],
             output_names=["logits", "state", "weights"],
             opset_version=17,
             dynamo=False,
-            dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights": {1: "S"}},
+            dynamic_axes={"states": {1: "S"}, "keys": {1: "S"}, "weights_in": {1: "S"}, "weights": {1: "S"}},
         )
 
 
@@ -320,103 +367,6 @@ def _examples(model, data, spec, n: int = 6) -> list[dict]:
     return out
 
 
-@dataclass
-class OnnxTranslator:
-    """Greedy decoding with the exported graphs through onnxruntime (Python): what the page does."""
-
-    encoder: object  # onnxruntime.InferenceSession
-    step: object
-    bos_id: int
-    eos_id: int
-    kind: str = "rnnsearch"  # or "transformer"
-
-    @classmethod
-    def load(cls, folder: str | Path) -> "OnnxTranslator":
-        ort = _onnxruntime()
-        folder = Path(folder)
-        meta = json.loads((folder / "vocab.json").read_text())
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        sessions = [
-            ort.InferenceSession(str(folder / f), options, providers=["CPUExecutionProvider"])
-            for f in ("encoder.onnx", "step.onnx")
-        ]
-        return cls(*sessions, meta["bos_id"], meta["eos_id"], meta.get("kind", "rnnsearch"))
-
-    def greedy(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
-        """Token ids (without ``<eos>``) and the weights of every step: ``(steps, S)`` for RNNsearch,
-        ``(steps, layers, H, S)`` for the Transformer."""
-        if self.kind == "transformer":
-            return self._greedy_transformer(src_ids, max_len)
-        states, keys, state = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
-        y, out, weights = self.bos_id, [], []
-        for _ in range(max_len):
-            logits, state, w = self.step.run(
-                None, {"y_prev": np.array([y], dtype=np.int64), "s_prev": state, "states": states, "keys": keys}
-            )
-            y = int(logits[0].argmax())
-            weights.append(w[0])
-            if y == self.eos_id:
-                break
-            out.append(y)
-        return out, np.stack(weights)
-
-    def _greedy_transformer(self, src_ids: Sequence[int], max_len: int) -> tuple[list[int], np.ndarray]:
-        (memory,) = self.encoder.run(None, {"src": np.array([src_ids], dtype=np.int64)})
-        prefix, weights = [self.bos_id], []
-        for _ in range(max_len):
-            logits, cross = self.step.run(None, {"prefix": np.array([prefix], dtype=np.int64), "memory": memory})
-            y = int(logits[0].argmax())
-            weights.append(cross[0])
-            if y == self.eos_id:
-                break
-            prefix.append(y)
-        return prefix[1:], np.stack(weights)
-
-
-def _onnxruntime():
-    try:
-        import onnxruntime  # a build dependency of the website (requirements.txt), not of the package
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the playground's parity check needs onnxruntime: pip install onnxruntime") from e
-    return onnxruntime
-
-
-def parity(model: nn.Module, data, translator: OnnxTranslator, pairs: Sequence, max_len: int) -> dict:
-    """Decode ``pairs`` with onnxruntime and with the torch model (greedy); compare.
-
-    Returns ``{"sentences", "token_agreement", "same_output", "max_weight_diff"}``: the share of
-    output positions where both emit the same token (up to the longer output; two empty outputs
-    count as one position that agrees), the share of
-    identical outputs, and the largest difference of the attention weights over the steps both
-    decoded alike.
-    """
-    torch_out = translate(model, list(pairs), data, max_len=max_len)
-    agree = total = same = 0
-    worst = 0.0
-    for pair, ref in zip(pairs, torch_out):
-        ids, weights = translator.greedy(data.src_vocab.encode(pair.src), max_len)
-        if weights.ndim == 4:  # (steps, layers, H, S): translate() keeps the last layer's mean over heads
-            weights = weights[:, -1].mean(1)
-        mine = data.tgt_vocab.decode(ids)
-        theirs = ref.hypothesis
-        n = max(len(mine), len(theirs))
-        agree += sum(a == b for a, b in zip(mine, theirs)) if n else 1  # both empty (<eos> first): they agree
-        total += max(n, 1)
-        same += mine == theirs
-        k = 0
-        while k < min(len(mine), len(theirs)) and mine[k] == theirs[k]:
-            k += 1
-        if ref.attention is not None and k:
-            worst = max(worst, float(np.abs(weights[:k] - ref.attention[:k].numpy()).max()))
-    return {
-        "sentences": len(pairs),
-        "token_agreement": agree / total,
-        "same_output": same / len(pairs),
-        "max_weight_diff": worst,
-    }
-
-
 def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool = True, progress: bool = True) -> dict:
     """Export every playground model into ``out`` and write ``out/manifest.json``; with ``check``,
     measure parity on the test split (:func:`parity`) and store it in the manifest."""
@@ -436,6 +386,10 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
         if check:
             translator = OnnxTranslator.load(out / name)
             entry["parity"] = parity(model, data, translator, data.test, PLAYGROUND[name]["max_len"])
+            hook_at = (model.cfg.decoder_layers - 1, None) if translator.kind == "transformer" else None
+            entry["steered"] = steer_parity(
+                model, data, translator, data.test[:20], PLAYGROUND[name]["max_len"], hook_at
+            )
         entry["seconds"] = round(time.perf_counter() - start, 1)
         manifest["models"][name] = entry
         if progress:
@@ -445,7 +399,8 @@ def export_web(out: str | Path, names: Sequence[str] | None = None, check: bool 
                 if not check
                 else (
                     f"; onnxruntime vs torch on {entry['parity']['sentences']} test sentences: tokens "
-                    f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}"
+                    f"{entry['parity']['token_agreement']:.2%} equal, weights within {entry['parity']['max_weight_diff']:.1e}; "
+                    f"{entry['steered']['edits']} steered decodings {entry['steered']['same_output']:.0%} identical"
                 )
             )
             print(f"{name}: {size:.1f} MB{check_line}")

@@ -10,7 +10,8 @@ chapters 2, 3 and 9 do; so does the Transformer. Beam search runs the whole batc
 
 Greedy decoding can also run with other attention weights than the model's: ``weights_hook(weights,
 t)`` gets step ``t``'s weights ``(B, S)`` and returns the ones that make the context, for a model whose
-``step`` takes ``weights_hook`` (``Seq2Seq``, global ``LuongSeq2Seq``; chapter 10 permutes them).
+``step`` takes ``weights_hook`` (``Seq2Seq``, global ``LuongSeq2Seq``; chapter 10 permutes them; the
+``Transformer``, one cross-attention head chosen by ``hook_at=(layer, head)``).
 
 Both decode in eval mode (:func:`in_eval_mode`): dropout off, whatever mode the model was left in,
 so that decoding the same sentence twice gives the same output; the model's own mode, module by
@@ -68,16 +69,21 @@ def check_max_len(max_len) -> None:
         raise ValueError(f"max_len must be a positive int (the most tokens to emit); got {max_len!r}")
 
 
-def check_hookable(model) -> None:
-    """Refuse a model whose ``step`` cannot take a ``weights_hook`` (the Transformer, a captioner ...)."""
+def check_hookable(model, hook_at=None) -> None:
+    """Refuse a model whose ``step`` cannot take a ``weights_hook`` (a captioner, the nested
+    decoder ...), or ``hook_at`` where it takes none (RNNsearch: one attention, nothing to choose)."""
     try:
-        takes = "weights_hook" in inspect.signature(model.step).parameters
+        params = inspect.signature(model.step).parameters
     except (AttributeError, TypeError, ValueError):
-        takes = False
-    if not takes:
+        params = {}
+    if "weights_hook" not in params:
         raise ValueError(
             f"weights_hook needs a model whose step(y_prev, state, memory, weights_hook) replaces its "
-            f"attention weights (Seq2Seq, LuongSeq2Seq with global attention); got {type(model).__name__}"
+            f"attention weights (Seq2Seq, LuongSeq2Seq with global attention, Transformer); got {type(model).__name__}"
+        )
+    if hook_at is not None and "hook_at" not in params:
+        raise ValueError(
+            f"hook_at chooses a Transformer's cross-attention head; {type(model).__name__} has one attention"
         )
 
 
@@ -89,16 +95,18 @@ def greedy(
     src_lengths: Tensor,
     max_len: int = 50,
     weights_hook: Callable[[Tensor, int], Tensor] | None = None,
+    hook_at: tuple[int, int] | None = None,
 ) -> Translation:
     """Emit the most probable token at each step until EOS (or ``max_len`` tokens).
 
     ``weights_hook(weights (B, S), t) -> (B, S)``, if given, replaces step ``t``'s (0, 1, ...)
     attention weights before they make the context: a distribution over each sentence's real
     source positions, checked (``attention.models.seq2seq.check_weights``); the translation's
-    attention is then the weights used. None (the default) decodes with the model's own."""
+    attention is then the weights used. None (the default) decodes with the model's own. For the
+    Transformer, ``hook_at=(layer, head)`` names the cross-attention head the hook replaces."""
     check_max_len(max_len)
     if weights_hook is not None:
-        check_hookable(model)
+        check_hookable(model, hook_at)
     memory, state = model.encode(src, src_lengths)
     B = src.shape[0]
     y = torch.full((B,), model.cfg.bos_id, dtype=torch.long, device=src.device)
@@ -106,6 +114,8 @@ def greedy(
     tokens, maps = [], []
     for t in range(max_len):
         hook = {} if weights_hook is None else {"weights_hook": lambda w, t=t: weights_hook(w, t)}
+        if weights_hook is not None and hook_at is not None:
+            hook["hook_at"] = hook_at
         logits, state, weights = model.step(y, state, memory, **hook)
         y = logits.argmax(-1).masked_fill(done, model.cfg.pad_id)  # (B,)
         tokens.append(y)

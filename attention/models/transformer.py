@@ -20,10 +20,16 @@ and copy their weights (``load_torch_weights``), so chapter 6 can show that the 
 Teacher forcing computes every target position at once under a causal mask; decoding
 (greedy, beam search) feeds one token per :meth:`Transformer.step` and keeps each decoder
 layer's keys and values in a :class:`TransformerState`.
+
+``Transformer.step(..., weights_hook=f, hook_at=(layer, head))`` puts other weights in place of one
+cross-attention head's (or, ``head=None``, every head's of that layer), between the softmax and the
+product with the values, as ``Seq2Seq.step`` does for RNNsearch (chapter 10, the playground);
+``decoder_stack(..., cross_weights_hook=)`` does it for every position of a prefix.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -39,6 +45,7 @@ from .base import SequenceModel
 from .checks import check_ids, check_special_id
 from .interface import Encoded, EncoderMemory, SequenceOutput, Step
 from .registry import register_model
+from .seq2seq import WeightsHook, check_weights
 
 __all__ = [
     "TransformerConfig",
@@ -246,8 +253,10 @@ def attend_cached(
     kv: KeyValues,
     key_padding_mask: Tensor | None = None,
     need_weights: bool = False,
+    weights_hook: Callable[[Tensor], Tensor] | None = None,
 ) -> tuple[Tensor, Tensor | None]:
-    """``attn``'s forward pass with keys and values already projected (:func:`project_heads`).
+    """``attn``'s forward pass with keys and values already projected (:func:`project_heads`);
+    ``weights_hook`` as in :meth:`MultiHeadAttention.forward <attention.layers.MultiHeadAttention.forward>`.
 
     Returns ``(output (B, L, E), weights (B, H, L, S) or None)``.
     """
@@ -262,7 +271,8 @@ def attend_cached(
         attn_mask=keep,
         dropout_p=attn.dropout,
         training=attn.training,
-        fused=attn.fused and not need_weights,
+        fused=attn.fused and not need_weights and weights_hook is None,
+        weights_hook=weights_hook,
     )
     out = attn.out_proj(heads.transpose(1, 2).reshape(B, L, E))  # (B, L, H*D) = (B, L, E)
     return out, weights
@@ -334,6 +344,10 @@ class DecoderLayer(nn.Module):
     Shape: ``x (B, T, E)``, memory ``(B, S, E)``, memory_key_padding_mask ``(B, S)`` True = padding
     -> ``(B, T, E)``, self weights ``(B, H, T, T)``, cross weights ``(B, H, T, S)`` (``None``
     unless ``need_weights``).
+
+    ``cross_weights_hook`` (default None), in :meth:`forward` and :meth:`step`: ``weights (B, H, T,
+    S) -> (B, H, T, S)``, the cross-attention weights that weigh the memory instead of the
+    softmax's (unchecked here; :meth:`Transformer.step` and :meth:`Transformer.decoder_stack` check).
     """
 
     def __init__(
@@ -362,6 +376,7 @@ class DecoderLayer(nn.Module):
         memory_key_padding_mask: Tensor | None = None,
         tgt_is_causal: bool = False,
         need_weights: bool = False,
+        cross_weights_hook: Callable[[Tensor], Tensor] | None = None,
     ):
         def self_attention(h):
             return self.self_attn(
@@ -383,6 +398,7 @@ class DecoderLayer(nn.Module):
                 key_padding_mask=memory_key_padding_mask,
                 need_weights=need_weights,
                 average_attn_weights=False,
+                weights_hook=cross_weights_hook,
             )
 
         x, self_weights = self.self_residual(x, self_attention)  # (B, T, E), (B, H, T, T)
@@ -391,7 +407,12 @@ class DecoderLayer(nn.Module):
         return x, self_weights, cross_weights
 
     def step(
-        self, x: Tensor, cache: KeyValues, cross: KeyValues, memory_key_padding_mask: Tensor | None = None
+        self,
+        x: Tensor,
+        cache: KeyValues,
+        cross: KeyValues,
+        memory_key_padding_mask: Tensor | None = None,
+        cross_weights_hook: Callable[[Tensor], Tensor] | None = None,
     ) -> tuple[Tensor, KeyValues, Tensor]:
         """:meth:`forward` for one new position ``x (B, 1, E)``: its key and value join ``cache``
         (no mask needed: every cached position comes before it); ``cross`` holds the encoder
@@ -403,7 +424,9 @@ class DecoderLayer(nn.Module):
             return attend_cached(self.self_attn, h, kv)[0], kv  # the cache rides along as the extra
 
         def cross_attention(h):
-            return attend_cached(self.cross_attn, h, cross, memory_key_padding_mask, need_weights=True)
+            return attend_cached(
+                self.cross_attn, h, cross, memory_key_padding_mask, need_weights=True, weights_hook=cross_weights_hook
+            )
 
         x, cache = self.self_residual(x, self_attention)
         x, weights = self.cross_residual(x, cross_attention)
@@ -519,14 +542,34 @@ class Transformer(SequenceModel):
         return self.encoder_norm(x), maps
 
     def decoder_stack(
-        self, y: Tensor, memory: Tensor, memory_padding: Tensor | None = None, need_weights: bool = False
+        self,
+        y: Tensor,
+        memory: Tensor,
+        memory_padding: Tensor | None = None,
+        need_weights: bool = False,
+        cross_weights_hook: Callable[[Tensor, int], Tensor] | None = None,
     ) -> tuple[Tensor, list, list]:
         """The N decoder layers (causal) and the final LayerNorm: ``y (B, T, E)``, memory ``(B, S, E)``
-        -> ``(B, T, E)``, self weights ``(B, H, T, T)`` and cross weights ``(B, H, T, S)`` per layer."""
+        -> ``(B, T, E)``, self weights ``(B, H, T, T)`` and cross weights ``(B, H, T, S)`` per layer.
+
+        ``cross_weights_hook(weights (B, H, T, S), layer) -> (B, H, T, S)`` (default None): layer
+        ``layer``'s (0, 1, ...) cross-attention weights in place of its own, a distribution over the
+        real source positions in every row (checked, :func:`~attention.models.seq2seq.check_weights`);
+        the playground's exported step steers one head at one position this way."""
         self_maps, cross_maps = [], []
-        for layer in self.decoder_layers:
+        for i, layer in enumerate(self.decoder_layers):
+            hook = (
+                None
+                if cross_weights_hook is None
+                else functools.partial(_checked, cross_weights_hook, i, memory_padding)
+            )
             y, self_w, cross_w = layer(
-                y, memory, memory_key_padding_mask=memory_padding, tgt_is_causal=True, need_weights=need_weights
+                y,
+                memory,
+                memory_key_padding_mask=memory_padding,
+                tgt_is_causal=True,
+                need_weights=need_weights,
+                cross_weights_hook=hook,
             )
             self_maps.append(self_w)
             cross_maps.append(cross_w)
@@ -562,18 +605,49 @@ class Transformer(SequenceModel):
         )
         return Encoded(EncoderMemory(states, mask, src_lengths), state)
 
-    def step(self, y_prev: Tensor, state: TransformerState, memory: EncoderMemory) -> Step:
+    def step(
+        self,
+        y_prev: Tensor,
+        state: TransformerState,
+        memory: EncoderMemory,
+        weights_hook: WeightsHook | None = None,
+        hook_at: tuple[int, int] | None = None,
+    ) -> Step:
         """Feed ``y_prev (B,)`` at position ``state.position``: logits ``(B, V)``, the state with one
-        more cached position, the last layer's cross-attention averaged over heads ``(B, S)``."""
+        more cached position, the last layer's cross-attention averaged over heads ``(B, S)``.
+
+        ``weights_hook`` (default None: the model's own attention): ``weights (B, S) -> (B, S)``, the
+        cross-attention weights of one head, ``hook_at = (layer, head)`` (0-based; a negative layer
+        counts from the top; ``head=None``: every head of the layer, each through the hook), in
+        place of its own, between the softmax and the product with the values (checked,
+        :func:`~attention.models.seq2seq.check_weights`); the other heads and layers compute as
+        before, and the state caches what the edited step computed."""
         check_ids(y_prev, self.cfg.tgt_vocab, "y_prev", "target")
         x = self.embed(y_prev[:, None], self.tgt_embed, start=state.position)  # (B, 1, E)
         padding = ~memory.mask  # (B, S), True = padding
+        at = None if weights_hook is None else self._check_hook_at(hook_at)
         caches = []
-        for layer, cache, cross in zip(self.decoder_layers, state.self_attn, state.cross_attn):
-            x, cache, weights = layer.step(x, cache, cross, padding)
+        for i, (layer, cache, cross) in enumerate(zip(self.decoder_layers, state.self_attn, state.cross_attn)):
+            hook = None
+            if at is not None and i == at[0]:
+                hook = functools.partial(_replace_head, weights_hook, at[1], memory.mask)
+            x, cache, weights = layer.step(x, cache, cross, padding, cross_weights_hook=hook)
             caches.append(cache)
         logits = self.output(self.decoder_norm(x[:, 0]))  # (B, V)
         return Step(logits, TransformerState(caches, state.cross_attn), weights.mean(1)[:, 0])  # (B, S)
+
+    def _check_hook_at(self, hook_at) -> tuple[int, int | None]:
+        """``(layer, head)`` of the cross-attention a hook replaces, the layer made non-negative."""
+        N, H = self.cfg.decoder_layers, self.cfg.num_heads
+        ok = isinstance(hook_at, tuple) and len(hook_at) == 2 and isinstance(hook_at[0], int)
+        ok = ok and (hook_at[1] is None or (isinstance(hook_at[1], int) and 0 <= hook_at[1] < H))
+        if not ok or not -N <= hook_at[0] < N:
+            raise ValueError(
+                f"weights_hook on the Transformer needs hook_at=(layer, head) with -{N} <= layer < {N} "
+                f"and 0 <= head < {H} or None for every head (the cross-attention it replaces); "
+                f"got hook_at={hook_at!r}"
+            )
+        return hook_at[0] % N, hook_at[1]
 
     def _check_inputs(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor | None = None) -> None:
         shapes = f"src {tuple(src.shape)}, src_lengths {tuple(src_lengths.shape)}"
@@ -608,6 +682,37 @@ class Transformer(SequenceModel):
             ours.weight.copy_(other.weight)
             ours.bias.copy_(other.bias)
         return self
+
+
+def _replace_head(weights_hook: WeightsHook, head: int | None, keep: Tensor, weights: Tensor) -> Tensor:
+    """``weights (B, H, 1, S)`` with head ``head``'s row (every head's, when None) replaced by
+    ``weights_hook``'s (checked against ``keep (B, S)``, True = a real source position); the other
+    heads are kept bit for bit."""
+    rows = []
+    for h in range(weights.shape[1]):
+        if head is None or h == head:
+            new = weights_hook(weights[:, h, 0])  # (B, S)
+            check_weights(new, keep, weights.dtype)
+            rows.append(new[:, None, None])  # (B, 1, 1, S)
+        else:
+            rows.append(weights[:, h : h + 1])
+    return torch.cat(rows, 1)  # (B, H, 1, S)
+
+
+def _checked(hook: Callable[[Tensor, int], Tensor], layer: int, padding: Tensor | None, weights: Tensor) -> Tensor:
+    """``hook(weights (B, H, T, S), layer)``, checked to be a distribution over the real source
+    positions (``padding (B, S)``, True = padding, or None) in every row."""
+    new = hook(weights, layer)
+    if torch.jit.is_tracing():  # a traced graph cannot raise (the playground's export): nothing to check
+        return new
+    B, H, T, S = weights.shape
+    keep = torch.ones(B, S, dtype=torch.bool, device=weights.device) if padding is None else ~padding  # (B, S)
+    if not isinstance(new, Tensor) or new.shape != weights.shape:
+        shape = tuple(new.shape) if isinstance(new, Tensor) else type(new).__name__
+        raise ValueError(f"cross_weights_hook must return weights (B, H, T, S) = {tuple(weights.shape)}; got {shape}")
+    rows = keep[:, None, None].expand(B, H, T, S).reshape(-1, S)  # (B·H·T, S)
+    check_weights(new.reshape(-1, S), rows, weights.dtype, what="cross_weights_hook")
+    return new
 
 
 def noam_schedule(d_model: int, warmup: int = 4000) -> Callable[[int], float]:
