@@ -38,7 +38,9 @@ from .captioning import _data as _caption_data
 __all__ = ["REINFORCE", "estimator_spread", "STUDY", "STUDIES"]
 
 REINFORCE = {
-    **{k: v for k, v in CAPTIONS.items() if k not in ("arms", "seeds", "spread_samples", "spread_batch")},
+    **{
+        k: v for k, v in CAPTIONS.items() if k not in ("arms", "arm_changes", "seeds", "spread_samples", "spread_batch")
+    },
     # all three start on the plateau of a model that ignores the image, and leave it at different
     # times: a patience of 5 epochs stopped runs there before they left it
     "patience": 10,
