@@ -52,26 +52,31 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_the_models_own_weights_through_the_hook_change_nothing(device, name):
-    model = MODELS[name](device)
+def assert_own_weights_change_nothing(model, device, **at):
+    """Greedy with a hook that returns the model's own weights gives greedy's tokens and weights;
+    step by step on the same inputs, the same logits to 1e-6 (bit for bit on the CPU: the same
+    product). ``at``: the Transformer's ``hook_at``."""
     src, lengths = padded_batch(device)
     plain = greedy(model, src, lengths, max_len=7)
-    hooked = greedy(model, src, lengths, max_len=7, weights_hook=identity)
+    hooked = greedy(model, src, lengths, max_len=7, weights_hook=identity, **at)
     assert torch.equal(hooked.tokens, plain.tokens)
     torch.testing.assert_close(hooked.attention, plain.attention, atol=1e-6, rtol=0)
-    # step by step on the same inputs: the logits, to 1e-6 (bit for bit on the CPU: the same product)
     with torch.no_grad():
         memory, state = model.encode(src, lengths)
         hooked_state = state
         y = torch.full((3,), model.cfg.bos_id, device=device)
         for t in range(plain.tokens.shape[1]):
             a = model.step(y, state, memory)
-            b = model.step(y, hooked_state, memory, weights_hook=lambda w: w)
+            b = model.step(y, hooked_state, memory, weights_hook=lambda w: w, **at)
             torch.testing.assert_close(b.logits, a.logits, atol=1e-6, rtol=0)
             if device == "cpu":
                 assert torch.equal(b.logits, a.logits) and torch.equal(b.weights, a.weights)
             state, hooked_state, y = a.state, b.state, plain.tokens[:, t]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_models_own_weights_through_the_hook_change_nothing(device, name):
+    assert_own_weights_change_nothing(MODELS[name](device), device)
 
 
 def test_greedy_gives_the_hook_each_steps_index_and_weights(device):
@@ -226,23 +231,7 @@ def transformer(device, layers=2, heads=2):
 
 @pytest.mark.parametrize("hook_at", [(0, 0), (1, 1), (-1, 0), (0, None)])
 def test_the_transformers_own_head_weights_through_the_hook_change_nothing(device, hook_at):
-    model = transformer(device)
-    src, lengths = padded_batch(device)
-    plain = greedy(model, src, lengths, max_len=7)
-    hooked = greedy(model, src, lengths, max_len=7, weights_hook=identity, hook_at=hook_at)
-    assert torch.equal(hooked.tokens, plain.tokens)
-    torch.testing.assert_close(hooked.attention, plain.attention, atol=1e-6, rtol=0)
-    with torch.no_grad():
-        memory, state = model.encode(src, lengths)
-        hooked_state = state
-        y = torch.full((3,), model.cfg.bos_id, device=device)
-        for t in range(plain.tokens.shape[1]):
-            a = model.step(y, state, memory)
-            b = model.step(y, hooked_state, memory, weights_hook=lambda w: w, hook_at=hook_at)
-            torch.testing.assert_close(b.logits, a.logits, atol=1e-6, rtol=0)
-            if device == "cpu":
-                assert torch.equal(b.logits, a.logits) and torch.equal(b.weights, a.weights)
-            state, hooked_state, y = a.state, b.state, plain.tokens[:, t]
+    assert_own_weights_change_nothing(transformer(device), device, hook_at=hook_at)
 
 
 def test_one_head_on_one_source_word_reads_that_words_value_and_leaves_the_other_heads(device):
